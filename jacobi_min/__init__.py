@@ -1,0 +1,5 @@
+"""jacobi-min: a minimal, tested reference implementation of Jacobi Forcing."""
+from .jacobi import BlockTrajectory, DecodeResult, greedy_decode, jacobi_decode
+from .model import load
+
+__all__ = ["BlockTrajectory", "DecodeResult", "greedy_decode", "jacobi_decode", "load"]

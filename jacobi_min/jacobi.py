@@ -1,0 +1,194 @@
+"""Greedy Jacobi decoding with a KV cache: n tokens at a time, lossless.
+
+Greedy decoding of the next n tokens is the fixed point of
+
+    y_i^(k+1) = argmax_v p_θ(v | x, y_1^(k), …, y_{i-1}^(k))      i = 1..n
+
+and one causal forward of the block on the KV cache computes all n updates.
+Whatever the initial draft, after k iterations at least the first k tokens are
+the greedy ones, so a block reaches its fixed point - the greedy AR output - in
+at most n forwards.
+
+Convention: a block starts with a token already known to be correct, y0 (the
+argmax after prefill, or the previous block's bonus token):
+``draft = [y0, d_1, …, d_{n-1}]``. One iteration:
+
+    g   = argmax model(draft | cache)                    (one forward)
+    acc = 1 + longest prefix of draft[1:] equal to g[:-1]
+    keep draft[:acc] in the cache (each entry was computed on an exact prefix),
+    crop the other len(draft) - acc entries;
+    the newly known tokens are draft[1:acc] and g[acc-1] (correction or bonus);
+    the rest of the block is re-drafted as [g[acc-1]] + g[acc:-1].
+
+Decision: the forward covers only the block's still-unverified positions (the
+window shrinks as the block converges) instead of being padded back to n with
+next-block drafts, so every block has clean boundaries and a trajectory of its
+own, which is what trajectory collection and training need.
+"""
+from dataclasses import dataclass, field
+
+import torch
+from transformers import DynamicCache
+
+
+@dataclass
+class BlockTrajectory:
+    """Every state of one block: states[0] is the initial draft, states[-1] the fixed point."""
+    context: list[int]  # prompt + every earlier block's fixed point
+    states: list[list[int]]
+
+    @property
+    def fixed_point(self) -> list[int]:
+        return self.states[-1]
+
+
+@dataclass
+class DecodeResult:
+    tokens: list[int]  # generated ids, EOS included when reached
+    accepted: list[int] = field(default_factory=list)  # new tokens of each decoding forward
+    blocks: list[BlockTrajectory] | None = None  # with record=True
+
+    @property
+    def forwards(self) -> int:
+        """Decoding forwards; the prefill forward is not counted."""
+        return len(self.accepted)
+
+    @property
+    def tpf(self) -> float:
+        """Tokens per forward; the prefill and the token it yields are left out (AR = 1.0)."""
+        return sum(self.accepted) / self.forwards if self.forwards else float("nan")
+
+
+def check_inputs(model, input_ids, max_new_tokens: int, block_size: int = 1) -> list[int]:
+    """The prompt as a list of ints, or a ValueError that says what is wrong."""
+    if isinstance(input_ids, torch.Tensor):
+        if input_ids.dim() == 2 and input_ids.shape[0] != 1:
+            raise ValueError(f"batch size {input_ids.shape[0]} is not supported: pass one prompt, shape (L,) or (1, L)")
+        if input_ids.dim() not in (1, 2):
+            raise ValueError(f"input_ids must have shape (L,) or (1, L), got {tuple(input_ids.shape)}")
+        input_ids = input_ids.reshape(-1).tolist()
+    ids = list(input_ids)
+    if not all(isinstance(t, int) for t in ids):
+        raise ValueError("input_ids must be token ids (ints); for a batch, decode one prompt at a time")
+    if not ids:
+        raise ValueError("the prompt is empty: give at least one token")
+    vocab = model.config.vocab_size
+    if min(ids) < 0 or max(ids) >= vocab:
+        raise ValueError(f"token ids must lie in [0, {vocab}), got min {min(ids)} and max {max(ids)}")
+    if not isinstance(block_size, int) or block_size < 1:
+        raise ValueError(f"block_size must be an integer >= 1, got {block_size!r}")
+    if not isinstance(max_new_tokens, int) or max_new_tokens < 0:
+        raise ValueError(f"max_new_tokens must be an integer >= 0, got {max_new_tokens!r}")
+    context = model.config.max_position_embeddings
+    if len(ids) + max_new_tokens > context:
+        raise ValueError(f"prompt ({len(ids)} tokens) + max_new_tokens ({max_new_tokens}) exceeds "
+                         f"the model's context of {context} tokens")
+    return ids
+
+
+def eos_ids(model, eos_token_id=None) -> set[int]:
+    """EOS ids as a set: the argument (int or list), else the model's generation config."""
+    if eos_token_id is None:
+        eos_token_id = model.generation_config.eos_token_id
+    if eos_token_id is None:
+        return set()
+    return {eos_token_id} if isinstance(eos_token_id, int) else set(eos_token_id)
+
+
+def forward_argmax(model, tokens: list[int], cache: DynamicCache) -> list[int]:
+    """One forward of `tokens` appended to `cache`; the argmax at every position."""
+    ids = torch.tensor([tokens], device=model.device)
+    logits = model(input_ids=ids, past_key_values=cache, use_cache=True).logits  # (1, L, V)
+    return logits[0].argmax(-1).tolist()
+
+
+def keep_count(new: list[int], eos: set[int], budget: int) -> tuple[int, bool]:
+    """How many of `new` to keep (up to the first EOS, at most `budget`), and whether to stop."""
+    for i, tok in enumerate(new[:budget]):
+        if tok in eos:
+            return i + 1, True
+    return min(len(new), budget), len(new) >= budget
+
+
+def prefill(model, prompt: list[int], eos: set[int]) -> tuple[DynamicCache, int, bool]:
+    """Run the prompt through a fresh cache: (cache, first generated token, stop?)."""
+    cache = DynamicCache(config=model.config)
+    y0 = forward_argmax(model, prompt, cache)[-1]
+    return cache, y0, y0 in eos
+
+
+@torch.inference_mode()
+def greedy_decode(model, input_ids, max_new_tokens: int, eos_token_id=None) -> DecodeResult:
+    """Autoregressive greedy decoding with a KV cache: one token per forward."""
+    prompt = check_inputs(model, input_ids, max_new_tokens)
+    if max_new_tokens == 0:
+        return DecodeResult([])
+    eos = eos_ids(model, eos_token_id)
+    cache, tok, stop = prefill(model, prompt, eos)
+    out = DecodeResult([tok])
+    while not stop and len(out.tokens) < max_new_tokens:
+        tok = forward_argmax(model, [tok], cache)[-1]
+        out.tokens.append(tok)
+        out.accepted.append(1)
+        stop = tok in eos
+    return out
+
+
+def initial_draft(sequence: list[int], length: int, gen: torch.Generator) -> list[int]:
+    """`length` tokens drawn uniformly from the current sequence (prompt + generated)."""
+    picks = torch.randint(len(sequence), (length,), generator=gen).tolist()
+    return [sequence[i] for i in picks]
+
+
+def jacobi_block(model, cache, draft, out, eos, max_new_tokens, accepted, states=None) -> bool:
+    """Iterate one block to its fixed point; appends to `out`. Returns True to stop decoding."""
+    start, size = len(out) - 1, len(draft)  # out[start] is the block's y0
+    while True:
+        g = forward_argmax(model, draft, cache)  # (len(draft),)
+        acc = 1
+        while acc < len(draft) and draft[acc] == g[acc - 1]:
+            acc += 1
+        cache.crop(acc - len(draft))  # drop the KV of unverified positions
+        kept, stop = keep_count(draft[1:acc] + [g[acc - 1]], eos, max_new_tokens - len(out))
+        out += (draft[1:acc] + [g[acc - 1]])[:kept]
+        accepted.append(kept)
+        done = acc == len(draft)
+        draft = [g[acc - 1]] + g[acc:-1]
+        if states is not None:
+            states.append((out[start:] + draft[1:])[:size])
+        if stop or done:
+            return stop
+
+
+@torch.inference_mode()
+def jacobi_decode(model, input_ids, block_size: int = 16, max_new_tokens: int = 256,
+                  eos_token_id=None, seed: int = 0, record: bool = False) -> DecodeResult:
+    """Greedy Jacobi decoding, block by block; output equals greedy AR decoding.
+
+    Returns tokens, the new-token count of every forward (`accepted`, prefill
+    excluded) and, with record=True, every state of every block.
+    """
+    prompt = check_inputs(model, input_ids, max_new_tokens, block_size)
+    if max_new_tokens == 0:
+        return DecodeResult([], blocks=[] if record else None)
+    eos = eos_ids(model, eos_token_id)
+    gen = torch.Generator().manual_seed(seed)
+    cache, y0, stop = prefill(model, prompt, eos)
+    out, accepted, blocks = [y0], [], [] if record else None
+    while not stop and len(out) < max_new_tokens:
+        size = min(block_size, max_new_tokens - len(out))
+        start = len(out) - 1
+        draft = [out[-1]] + initial_draft(prompt + out, size - 1, gen)
+        states = [list(draft)] if record else None
+        stop = jacobi_block(model, cache, draft, out, eos, max_new_tokens, accepted, states)
+        if record:
+            blocks.append(trimmed_block(prompt + out[:start], states, len(out) - start))
+    if record and sum(len(b.fixed_point) for b in blocks) < len(out):
+        blocks.append(BlockTrajectory(prompt + out[:-1], [[out[-1]]]))  # the final bonus token
+    return DecodeResult(out, accepted, blocks)
+
+
+def trimmed_block(context: list[int], states: list[list[int]], known: int) -> BlockTrajectory:
+    """A block whose decoding stopped early keeps only the positions that were decided."""
+    length = min(known, len(states[0]))
+    return BlockTrajectory(context, [s[:length] for s in states])

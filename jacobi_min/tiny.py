@@ -1,0 +1,125 @@
+"""The embedded default model: a tiny Qwen2 trained from scratch on the task.
+
+Three pieces, each rebuilt by `python -m jacobi_min train-base`:
+
+1. a byte-level BPE tokenizer trained on the training split (Hugging Face
+   format, `<|endoftext|>` = EOS, `<|pad|>` = PAD);
+2. a `Qwen2ForCausalLM` from a small `Qwen2Config` (grouped-query attention,
+   tied embeddings, a few million parameters);
+3. plain next-token training on `prompt + " " + solution + EOS`:
+
+       L = - mean_t log p_θ(x_t | x_<t)        (PAD targets ignored)
+
+   with AdamW, linear warm-up then cosine decay, seeded.
+"""
+import json
+import math
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from tqdm import tqdm
+from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+
+from . import task
+
+EOS, PAD = "<|endoftext|>", "<|pad|>"
+
+
+@dataclass
+class BaseConfig:
+    vocab_size: int = 2048
+    hidden_size: int = 256
+    intermediate_size: int = 768
+    layers: int = 4
+    heads: int = 4
+    kv_heads: int = 2
+    context: int = 512
+    train_problems: int = 60000
+    steps: int = 2400
+    batch_size: int = 48
+    lr: float = 2e-3
+    warmup: int = 100
+    weight_decay: float = 0.1
+    seed: int = 0
+
+
+def build_tokenizer(texts: list[str], vocab_size: int) -> PreTrainedTokenizerFast:
+    """Byte-level BPE with EOS and PAD, loadable by `AutoTokenizer.from_pretrained`."""
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=[EOS, PAD],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    bpe.train_from_iterator(texts, trainer)
+    return PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token=EOS, pad_token=PAD)
+
+
+def build_model(cfg: BaseConfig, tokenizer) -> Qwen2ForCausalLM:
+    config = Qwen2Config(
+        vocab_size=len(tokenizer), hidden_size=cfg.hidden_size, intermediate_size=cfg.intermediate_size,
+        num_hidden_layers=cfg.layers, num_attention_heads=cfg.heads, num_key_value_heads=cfg.kv_heads,
+        max_position_embeddings=cfg.context, tie_word_embeddings=True,
+        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, bos_token_id=None)
+    return Qwen2ForCausalLM(config)
+
+
+def encode(tokenizer, problem: task.Problem) -> list[int]:
+    """Prompt and completion tokenised separately (as at inference), then EOS."""
+    prompt = tokenizer(problem.prompt)["input_ids"]
+    completion = tokenizer(problem.completion)["input_ids"]
+    return prompt + completion + [tokenizer.eos_token_id]
+
+
+def pad_batch(rows: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-padded (B, T) ids and labels (-100 on PAD)."""
+    width = max(map(len, rows))
+    ids = torch.full((len(rows), width), pad_id)
+    labels = torch.full((len(rows), width), -100)
+    for i, row in enumerate(rows):
+        ids[i, :len(row)] = torch.tensor(row)
+        labels[i, :len(row)] = torch.tensor(row)
+    return ids, labels
+
+
+def lr_at(step: int, total: int, warmup: int, peak: float) -> float:
+    """Linear warm-up to `peak`, then cosine decay to 0."""
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    return 0.5 * peak * (1 + math.cos(math.pi * (step - warmup) / max(1, total - warmup)))
+
+
+def train_base(out_dir: Path, cfg: BaseConfig = BaseConfig()) -> dict:
+    """Tokenizer + tiny Qwen2 trained from scratch; writes checkpoint and log to out_dir."""
+    torch.manual_seed(cfg.seed)
+    train = task.problems("train", cfg.train_problems, seed=cfg.seed)
+    tokenizer = build_tokenizer([p.prompt + p.completion for p in train], cfg.vocab_size)
+    model = build_model(cfg, tokenizer)
+    rows = [encode(tokenizer, p) for p in train]
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.95), weight_decay=cfg.weight_decay)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    log, start = [], time.time()
+    model.train()
+    for step in (bar := tqdm(range(cfg.steps), desc="train-base")):
+        idx = torch.randint(len(rows), (cfg.batch_size,), generator=gen)
+        ids, labels = pad_batch([rows[i] for i in idx], tokenizer.pad_token_id)
+        for group in opt.param_groups:
+            group["lr"] = lr_at(step, cfg.steps, cfg.warmup, cfg.lr)
+        loss = model(input_ids=ids, labels=labels).loss
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        log.append({"step": step, "loss": loss.item(), "seconds": round(time.time() - start, 1)})
+        bar.set_postfix(loss=f"{loss.item():.3f}")
+    model.eval()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model.to(torch.float16).save_pretrained(out_dir)
+    tokenizer.save_pretrained(out_dir)
+    params = sum(p.numel() for p in model.parameters())
+    summary = {"config": asdict(cfg), "parameters": params, "train_seconds": round(time.time() - start)}
+    (out_dir / "train_config.json").write_text(json.dumps(summary, indent=2))
+    (out_dir / "train_log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in log))
+    return summary
