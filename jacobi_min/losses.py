@@ -1,0 +1,43 @@
+"""The Jacobi Forcing objective on one packed forward: consistency + AR.
+
+Consistency (CLLM), for a noisy state ỹ of block j with fixed point y*, over
+the positions i from the first mismatch to n-1:
+
+    L_c = mean_i KL( stopgrad p_θ(· | x, y*_{<i}) || p_θ(· | x, ỹ_{<i}) )
+
+The teacher is the same model in the same forward (its logits on the clean
+block y*), detached. KL differs from the soft cross-entropy
+-Σ_v p_teacher log p_student only by the teacher's entropy, a constant, so the
+gradients are the same; KL is 0 when the two distributions agree.
+
+AR: next-token cross-entropy on the prompt and the clean blocks (bridge pairs
+included, up to the first EOS, PAD ignored). Total, with T blocks:
+
+    L = λ · L_AR + L_c / T          (λ = 10)
+"""
+import torch
+import torch.nn.functional as F
+
+
+def consistency_loss(logits: torch.Tensor, batch: dict) -> torch.Tensor:
+    """Σ weight · KL(teacher ‖ student) over the batch's consistency positions; logits (B, L, V)."""
+    if len(batch["weight"]) == 0:
+        return logits.sum() * 0.0
+    student = logits[batch["rows"], batch["student"]]  # (N, V)
+    teacher = logits[batch["rows"], batch["teacher"]].detach()  # (N, V)
+    log_p_teacher = F.log_softmax(teacher.float(), dim=-1)
+    log_p_student = F.log_softmax(student.float(), dim=-1)
+    kl = (log_p_teacher.exp() * (log_p_teacher - log_p_student)).sum(-1)  # (N,)
+    return (batch["weight"].to(kl.device) * kl).sum()
+
+
+def ar_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Token-mean cross-entropy where labels != -100; logits (B, L, V), labels (B, L)."""
+    return F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten().to(logits.device), ignore_index=-100)
+
+
+def jacobi_forcing_loss(logits: torch.Tensor, batch: dict, lam: float = 10.0) -> dict:
+    """{'loss': λ·L_AR + L_c/T, 'ar': L_AR, 'consistency': L_c/T} (the 1/T is in the weights)."""
+    ar = ar_loss(logits, batch["labels"])
+    consistency = consistency_loss(logits, batch)
+    return {"loss": lam * ar + consistency, "ar": ar, "consistency": consistency}

@@ -1,0 +1,112 @@
+"""Jacobi Forcing's packed training sequence: noisy and clean blocks side by side.
+
+One response of T blocks becomes one sequence
+
+    [prompt (P)] [ỹ_0] [y*_0] [ỹ_1] [y*_1] … [ỹ_{T-1}] [y*_{T-1}]
+
+- positions: prompt 0..P-1; ỹ_j and y*_j BOTH get P + (start of block j) + 0..n_j-1;
+- attention (noisy context): ỹ_j sees the prompt, ỹ_0..ỹ_{j-1} and itself
+  causally; y*_j sees the prompt, y*_0..y*_{j-1} and itself causally; the two
+  streams never see each other. The CLLM-like "clean" variant lets ỹ_j see
+  y*_0..y*_{j-1} instead of the noisy blocks;
+- one forward gives student logits on ỹ and teacher logits on y*.
+
+The mask is additive (0 where allowed, the dtype's minimum elsewhere): in
+transformers 5.x a 4-D boolean mask is misread by eager attention.
+"""
+from dataclasses import dataclass
+
+import torch
+
+from .trajectories import first_mismatch
+
+PROMPT, NOISY, CLEAN, PADDING = 0, 1, 2, 3
+MASKS = ("noisy", "clean")
+
+
+@dataclass
+class Packed:
+    ids: list[int]
+    positions: list[int]
+    kinds: list[int]  # PROMPT / NOISY / CLEAN for every token
+    blocks: list[int]  # block index of every token (-1 in the prompt)
+    labels: list[int]  # AR target of every token, -100 where none
+    pairs: list[tuple[list[int], list[int]]]  # per block: (student idx, teacher idx) of consistency positions
+
+
+def ar_labels(prompt, clean_blocks, eos: set[int], pad_id: int | None) -> list[int]:
+    """Next-token targets along prompt + y*_0 + y*_1 + …, cut after the first EOS, PAD skipped."""
+    stream = prompt + [t for block in clean_blocks for t in block]
+    labels = stream[1:] + [-100]
+    for i, target in enumerate(labels):
+        if target == pad_id and target not in eos:
+            labels[i] = -100
+        if target in eos:
+            return labels[:i + 1] + [-100] * (len(labels) - i - 1)
+    return labels
+
+
+def pack(prompt: list[int], noisy_blocks: list[list[int]], clean_blocks: list[list[int]],
+         eos: set[int] = frozenset(), pad_id: int | None = None) -> Packed:
+    """Lay out prompt, ỹ_j, y*_j as described above, with AR labels and consistency pairs."""
+    stream_labels = ar_labels(prompt, clean_blocks, eos, pad_id)
+    p = len(prompt)
+    ids, positions = list(prompt), list(range(p))
+    kinds, blocks, labels = [PROMPT] * p, [-1] * p, stream_labels[:p]
+    pairs, offset = [], p
+    for j, (noisy, clean) in enumerate(zip(noisy_blocks, clean_blocks)):
+        n = len(clean)
+        student = list(range(len(ids) + first_mismatch(noisy, clean), len(ids) + n))
+        teacher = [i + n for i in student]
+        pairs.append((student, teacher))
+        ids += noisy + clean
+        positions += list(range(offset, offset + n)) * 2
+        kinds += [NOISY] * n + [CLEAN] * n
+        blocks += [j] * 2 * n
+        labels += [-100] * n + stream_labels[offset:offset + n]
+        offset += n
+    return Packed(ids, positions, kinds, blocks, labels, pairs)
+
+
+def allowed(kinds: torch.Tensor, blocks: torch.Tensor, mask: str = "noisy") -> torch.Tensor:
+    """(L, L) boolean: may query q attend to key k?"""
+    if mask not in MASKS:
+        raise ValueError(f"unknown mask {mask!r}: choose one of {MASKS}")
+    q_kind, k_kind = kinds[:, None], kinds[None, :]
+    q_block, k_block = blocks[:, None], blocks[None, :]
+    length = len(kinds)
+    causal = torch.ones(length, length, dtype=torch.bool).tril()
+    same_stream = (q_kind == k_kind) & (k_block <= q_block)
+    context = k_kind == PROMPT
+    if mask == "clean":
+        same_stream = same_stream & ((q_kind != NOISY) | (k_block == q_block))
+        context = context | ((q_kind == NOISY) & (k_kind == CLEAN) & (k_block < q_block))
+    padding = (q_kind == PADDING) & (k_kind == PADDING)
+    return causal & ((same_stream & (q_kind != PADDING)) | context | padding)
+
+
+def collate(examples: list[Packed], pad_id: int, mask: str = "noisy", dtype=torch.float32) -> dict:
+    """Right-pad a batch; returns model inputs, AR labels and consistency indices with weights.
+
+    Consistency weights fold in both means: 1 / (B · T_b · c_j) for each of the
+    c_j positions of block j of example b, so sum(weight · KL) = mean_b L_c,b / T_b.
+    """
+    width = max(len(e.ids) for e in examples)
+    pad = lambda rows, value: torch.tensor([r + [value] * (width - len(r)) for r in rows])
+    kinds = pad([e.kinds for e in examples], PADDING)
+    blocks = pad([e.blocks for e in examples], -1)
+    allow = torch.stack([allowed(k, b, mask) for k, b in zip(kinds, blocks)])
+    additive = torch.zeros(allow.shape, dtype=dtype).masked_fill(~allow, torch.finfo(dtype).min)
+    rows, student, teacher, weight = [], [], [], []
+    for b, e in enumerate(examples):
+        for s, t in e.pairs:
+            rows += [b] * len(s)
+            student += s
+            teacher += t
+            weight += [1.0 / (len(examples) * len(e.pairs) * len(s))] * len(s)
+    return {"input_ids": pad([e.ids for e in examples], pad_id),
+            "position_ids": pad([e.positions for e in examples], 0),
+            "attention_mask": additive[:, None],  # (B, 1, L, L)
+            "labels": pad([e.labels for e in examples], -100),
+            "rows": torch.tensor(rows, dtype=torch.long), "student": torch.tensor(student, dtype=torch.long),
+            "teacher": torch.tensor(teacher, dtype=torch.long), "weight": torch.tensor(weight)}

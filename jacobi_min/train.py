@@ -1,0 +1,146 @@
+"""Training a parallel decoder on its own Jacobi trajectories.
+
+Each step draws a batch of trajectories, picks for block j the state whose
+noise level is closest to the schedule's t_j, packs the response (see
+`packing`), runs ONE forward and minimises λ·L_AR + L_c/T (see `losses`).
+
+- Jacobi Forcing: progressive schedule over a window of w blocks, noisy-context mask.
+- CLLM-style baseline: a state drawn uniformly from each block's trajectory,
+  clean-context mask (each noisy block sees only clean earlier blocks).
+
+Tiny-model decision: our responses span only a few blocks (T < w), so each
+example starts its progressive schedule at a random offset in the window;
+otherwise block 0 would always get t = 0, the fixed point itself, and teach nothing.
+
+Runs on one process, or under `torchrun --nproc_per_node=N` with
+DistributedDataParallel (gloo on CPU, nccl on CUDA): each rank draws its own
+batches; rank 0 evaluates, logs and saves.
+"""
+import json
+import math
+import os
+import random
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from tqdm import tqdm
+
+from . import task
+from .jacobi import eos_ids, jacobi_decode
+from .losses import jacobi_forcing_loss
+from .packing import collate, pack
+from .tiny import lr_at
+from .trajectories import pick_state, schedule
+
+
+@dataclass
+class TrainConfig:
+    method: str = "jacobi-forcing"  # or "cllm"
+    schedule: str = "progressive"  # progressive / random / reverse (Jacobi Forcing only)
+    window: int = 4  # w: the schedule's window in blocks
+    steps: int = 600
+    batch_size: int = 8
+    lr: float = 3e-4
+    warmup_frac: float = 0.03
+    weight_decay: float = 0.0
+    lam: float = 10.0  # λ, weight of the AR loss
+    eval_every: int = 200
+    eval_problems: int = 40
+    eval_block_size: int = 16
+    seed: int = 0
+
+
+def noisy_blocks(trajectory: dict, cfg: TrainConfig, rng: random.Random) -> list[list[int]]:
+    """One noisy state per block, chosen by the method's rule."""
+    states = trajectory["blocks"]
+    if cfg.method == "cllm":
+        return [rng.choice(s) for s in states]
+    offset = rng.randrange(cfg.window)
+    targets = schedule(len(states), cfg.window, cfg.schedule, rng, offset)
+    return [pick_state(s, t) for s, t in zip(states, targets)]
+
+
+def make_batch(trajectories, cfg: TrainConfig, rng: random.Random, eos: set[int], pad_id: int) -> dict:
+    picks = [rng.choice(trajectories) for _ in range(cfg.batch_size)]
+    packed = [pack(t["prompt"], noisy_blocks(t, cfg, rng), [s[-1] for s in t["blocks"]], eos, pad_id)
+              for t in picks]
+    return collate(packed, pad_id, mask="clean" if cfg.method == "cllm" else "noisy")
+
+
+def repetition(tokens: list[int]) -> float:
+    """Share of tokens equal to the one before: ~0 for healthy text, → 1 in a collapse."""
+    return sum(a == b for a, b in zip(tokens, tokens[1:])) / max(1, len(tokens) - 1)
+
+
+@torch.no_grad()
+def evaluate(model, tokenizer, problems: list[task.Problem], block_size: int, max_new_tokens: int = 96) -> dict:
+    """Held-out accuracy, TPF of greedy Jacobi at `block_size`, and repetition."""
+    model.eval()
+    correct, tokens, forwards, rep = 0, 0, 0, 0.0
+    for p in problems:
+        result = jacobi_decode(model, tokenizer(p.prompt)["input_ids"], block_size, max_new_tokens)
+        correct += task.is_correct(tokenizer.decode(result.tokens), p.answer)
+        tokens, forwards = tokens + sum(result.accepted), forwards + result.forwards
+        rep += repetition(result.tokens)
+    model.train()
+    n = len(problems)
+    return {"accuracy": correct / n, "tpf": tokens / forwards, "repetition": rep / n}
+
+
+def setup_distributed() -> tuple[int, int]:
+    """(rank, world size); initialises the process group when launched by torchrun."""
+    if "RANK" not in os.environ:
+        return 0, 1
+    dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+    return dist.get_rank(), dist.get_world_size()
+
+
+def train(model, tokenizer, trajectories: list[dict], cfg: TrainConfig, out_dir: Path | None = None) -> list[dict]:
+    """AdamW β=(0.9, 0.95), warm-up then cosine; returns the log (and saves to out_dir on rank 0)."""
+    rank, world = setup_distributed()
+    rng = random.Random(f"{cfg.seed}-{rank}")
+    torch.manual_seed(cfg.seed)
+    eos, pad_id = eos_ids(model), tokenizer.pad_token_id
+    held_out = task.problems("test", cfg.eval_problems, seed=1)
+    net = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.95), weight_decay=cfg.weight_decay)
+    warmup = max(1, math.ceil(cfg.warmup_frac * cfg.steps))
+    log, start = [], time.time()
+    model.train()
+    for step in (bar := tqdm(range(1, cfg.steps + 1), desc=f"train {cfg.method}", disable=rank > 0)):
+        batch = make_batch(trajectories, cfg, rng, eos, pad_id)
+        for group in opt.param_groups:
+            group["lr"] = lr_at(step - 1, cfg.steps, warmup, cfg.lr)
+        device = next(model.parameters()).device
+        logits = net(input_ids=batch["input_ids"].to(device), position_ids=batch["position_ids"].to(device),
+                     attention_mask=batch["attention_mask"].to(device, model.dtype)).logits
+        losses = jacobi_forcing_loss(logits, batch, cfg.lam)
+        opt.zero_grad(set_to_none=True)
+        losses["loss"].backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        row = {"step": step, **{k: round(v.item(), 5) for k, v in losses.items()}, "seconds": round(time.time() - start, 1)}
+        if rank == 0 and (step % cfg.eval_every == 0 or step == cfg.steps):
+            row.update(evaluate(model, tokenizer, held_out, cfg.eval_block_size))
+        log.append(row)
+        bar.set_postfix(loss=f"{row['loss']:.3f}", **({"tpf": f"{row['tpf']:.2f}"} if "tpf" in row else {}))
+    model.eval()
+    if rank == 0 and out_dir is not None:
+        save_checkpoint(model, tokenizer, out_dir, cfg, log)
+    if world > 1:
+        dist.destroy_process_group()
+    return log
+
+
+def save_checkpoint(model, tokenizer, out_dir: Path, cfg: TrainConfig, log: list[dict], extra: dict | None = None) -> None:
+    """Half-precision weights, tokenizer, training config and log."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    dtype = model.dtype
+    model.to(torch.float16).save_pretrained(out_dir)
+    model.to(dtype)
+    tokenizer.save_pretrained(out_dir)
+    (out_dir / "train_config.json").write_text(json.dumps({"config": asdict(cfg), **(extra or {})}, indent=2))
+    (out_dir / "train_log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in log))

@@ -1,0 +1,84 @@
+"""Jacobi trajectories: every state a block passes through on its way to the fixed point.
+
+For each prompt, greedy Jacobi decoding at block size n records, per block,
+the true initial draft, the state after every iteration and the fixed point y*.
+A block's context is the prompt plus all earlier fixed points, so a trajectory
+stores only the prompt and each block's states.
+
+Noise level of a state s of a block with fixed point y* (length n):
+
+    noise(s) = (n - first_mismatch(s, y*)) / n
+
+every position from the first wrong token on counts as noisy. The noise
+schedule asks block j for the target level t_j and picks the state closest to
+it (ties: the earliest state).
+
+On disk: JSON lines, one prompt a line:
+``{"prompt": [ids], "blocks": [[state_0, state_1, ..., fixed_point], ...]}``.
+"""
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from .jacobi import jacobi_decode
+
+
+def collect(model, prompts: list[list[int]], block_size: int, max_new_tokens: int,
+            seed: int = 0, desc: str = "trajectories") -> list[dict]:
+    """Decode every prompt with greedy Jacobi at `block_size`, recording all block states."""
+    out = []
+    for i, prompt in enumerate(tqdm(prompts, desc=desc)):
+        result = jacobi_decode(model, prompt, block_size, max_new_tokens, seed=seed + i, record=True)
+        out.append({"prompt": prompt, "blocks": [b.states for b in result.blocks]})
+    return out
+
+
+def save(path: Path, trajectories: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(t) + "\n" for t in trajectories))
+
+
+def load(path: Path) -> list[dict]:
+    return [json.loads(line) for line in Path(path).read_text().splitlines()]
+
+
+def first_mismatch(state: list[int], fixed_point: list[int]) -> int:
+    """Index of the first position where `state` differs from `fixed_point` (n when none)."""
+    for i, (a, b) in enumerate(zip(state, fixed_point)):
+        if a != b:
+            return i
+    return len(fixed_point)
+
+
+def noise_level(state: list[int], fixed_point: list[int]) -> float:
+    """(n - first_mismatch) / n: 0 for the fixed point, close to 1 for a random draft."""
+    return (len(fixed_point) - first_mismatch(state, fixed_point)) / len(fixed_point)
+
+
+SCHEDULES = ("progressive", "random", "reverse")
+
+
+def schedule(num_blocks: int, window: int, kind: str, rng: random.Random, offset: int = 0) -> list[float]:
+    """Target noise t_j of every block; W = linspace(0, 1, w).
+
+    progressive: t_j = W[(j + offset) mod w]; reverse: the same over W reversed;
+    random: t_j drawn uniformly from W.
+    """
+    levels = np.linspace(0.0, 1.0, window).tolist()
+    if kind == "progressive":
+        return [levels[(j + offset) % window] for j in range(num_blocks)]
+    if kind == "reverse":
+        return [levels[::-1][(j + offset) % window] for j in range(num_blocks)]
+    if kind == "random":
+        return [rng.choice(levels) for _ in range(num_blocks)]
+    raise ValueError(f"unknown schedule {kind!r}: choose one of {SCHEDULES}")
+
+
+def pick_state(states: list[list[int]], target: float) -> list[int]:
+    """The state whose noise level is closest to `target`; ties go to the earliest."""
+    fixed_point = states[-1]
+    gaps = [abs(noise_level(s, fixed_point) - target) for s in states]
+    return states[gaps.index(min(gaps))]

@@ -1,0 +1,74 @@
+"""The packed sequence and its mask: one forward must equal separate plain forwards."""
+import pytest
+import torch
+
+from jacobi_min.packing import CLEAN, NOISY, PROMPT, allowed, ar_labels, collate, pack
+from tests.conftest import tiny_model
+
+PROMPT_IDS = [5, 9, 12, 7, 30]
+CLEAN_BLOCKS = [[11, 4, 8, 20], [6, 6, 13, 2], [17, 3]]  # the last block is short (stopped at EOS 3)
+NOISY_BLOCKS = [[11, 4, 40, 41], [6, 50, 51, 52], [17, 60]]
+
+
+def plain_logits(model, tokens: list[int]) -> torch.Tensor:
+    return model(input_ids=torch.tensor([tokens])).logits[0]
+
+
+@pytest.mark.parametrize("mask", ["noisy", "clean"])
+@pytest.mark.parametrize("attn", ["eager", "sdpa"])
+def test_packed_forward_equals_separate_forwards(mask, attn):
+    model = tiny_model("qwen2-gqa-tied")
+    model.config._attn_implementation = attn
+    packed = pack(PROMPT_IDS, NOISY_BLOCKS, CLEAN_BLOCKS, eos={3})
+    other = pack(PROMPT_IDS[:2], NOISY_BLOCKS[:1], CLEAN_BLOCKS[:1], eos={3})  # a shorter row: padding
+    batch = collate([packed, other], pad_id=0, mask=mask)
+    with torch.no_grad():
+        logits = model(input_ids=batch["input_ids"], position_ids=batch["position_ids"],
+                       attention_mask=batch["attention_mask"]).logits[0]
+        p = len(PROMPT_IDS)
+        torch.testing.assert_close(logits[:p], plain_logits(model, PROMPT_IDS), rtol=1e-5, atol=1e-5)
+        start = p
+        for j, (noisy, clean) in enumerate(zip(NOISY_BLOCKS, CLEAN_BLOCKS)):
+            n = len(clean)
+            earlier_clean = [t for b in CLEAN_BLOCKS[:j] for t in b]
+            earlier_noisy = [t for b in NOISY_BLOCKS[:j] for t in b]
+            seen = earlier_noisy if mask == "noisy" else earlier_clean
+            student = plain_logits(model, PROMPT_IDS + seen + noisy)[-n:]
+            teacher = plain_logits(model, PROMPT_IDS + earlier_clean + clean)[-n:]
+            torch.testing.assert_close(logits[start:start + n], student, rtol=1e-5, atol=1e-5)
+            torch.testing.assert_close(logits[start + n:start + 2 * n], teacher, rtol=1e-5, atol=1e-5)
+            start += 2 * n
+
+
+def test_layout_positions_and_consistency_pairs():
+    packed = pack(PROMPT_IDS, NOISY_BLOCKS, CLEAN_BLOCKS, eos={3})
+    assert packed.ids == PROMPT_IDS + [t for n, c in zip(NOISY_BLOCKS, CLEAN_BLOCKS) for t in n + c]
+    assert packed.positions == [0, 1, 2, 3, 4, 5, 6, 7, 8, 5, 6, 7, 8, 9, 10, 11, 12, 9, 10, 11, 12, 13, 14, 13, 14]
+    assert packed.kinds[:7] == [PROMPT] * 5 + [NOISY] * 2
+    # block 0: first mismatch at 2 -> student positions 7, 8 of the sequence; teachers 4 later
+    assert packed.pairs[0] == ([7, 8], [11, 12])
+    assert packed.pairs[1] == ([14, 15, 16], [18, 19, 20])
+    assert packed.pairs[2] == ([22], [24])
+
+
+def test_ar_labels_bridge_blocks_stop_at_eos_and_skip_pad():
+    labels = ar_labels([1, 2], [[5, 0, 7], [3, 9]], eos={3}, pad_id=0)
+    # stream 1 2 5 0 7 3 9: targets 2 5 (bridge) 0->ignored 7 3(EOS, kept) then nothing
+    assert labels == [2, 5, -100, 7, 3, -100, -100]
+    packed = pack([1, 2], [[5, 8, 8], [3, 4]], [[5, 0, 7], [3, 9]], eos={3}, pad_id=0)
+    assert packed.labels == [2, 5, -100, -100, -100, -100, 7, 3, -100, -100, -100, -100]
+
+
+def test_mask_streams_never_see_each_other():
+    packed = pack(PROMPT_IDS, NOISY_BLOCKS, CLEAN_BLOCKS)
+    kinds, blocks = torch.tensor(packed.kinds), torch.tensor(packed.blocks)
+    allow = allowed(kinds, blocks, "noisy")
+    assert not allow[kinds == NOISY][:, kinds == CLEAN].any()
+    assert not allow[kinds == CLEAN][:, kinds == NOISY].any()
+    assert allow[:, kinds == PROMPT].sum() == sum(range(1, 6)) + 5 * (len(kinds) - 5)
+    clean_ctx = allowed(kinds, blocks, "clean")
+    q = (kinds == NOISY) & (blocks == 1)
+    assert clean_ctx[q][:, (kinds == CLEAN) & (blocks == 0)].all()
+    assert not clean_ctx[q][:, (kinds == NOISY) & (blocks == 0)].any()
+    with pytest.raises(ValueError, match="unknown mask"):
+        allowed(kinds, blocks, "diagonal")
