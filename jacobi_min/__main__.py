@@ -1,20 +1,84 @@
-"""Command line: `python -m jacobi_min --help` lists every command."""
+"""jacobi-min commands: `python -m jacobi_min <command> --help` for each one's arguments."""
 import argparse
+from dataclasses import replace
 from pathlib import Path
 
-from . import tiny
-from .model import CHECKPOINTS
+import torch
+
+from . import demo, pipeline, tiny, trajectories
+from .model import CHECKPOINTS, load
+from .train import TrainConfig, train
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def model_args(parser, default="base"):
+    parser.add_argument("--model", default=default, help="embedded name (base, jacobi-forcing, cllm), directory or hub id")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda")
+    parser.add_argument("--dtype", default="float32", choices=DTYPES)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m jacobi_min", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    p = commands.add_parser("demo", help="AR vs Jacobi on held-out problems: identical output, TPF, speedup (~1 min)")
+    p.add_argument("--models", nargs="+", default=["base", "jacobi-forcing"], help="embedded names, directories or hub ids")
+    p.add_argument("--device", default="cpu", help="cpu or cuda")
+    p.add_argument("--problems", type=int, default=6)
+    p.add_argument("--block-size", type=int, default=16)
+
+    p = commands.add_parser("train-base", help="train the embedded tiny Qwen2 and its tokenizer (~25 min on 2 cores)")
+    p.add_argument("--out", type=Path, default=CHECKPOINTS / "base")
+    p.add_argument("--steps", type=int, default=tiny.BaseConfig.steps)
+
+    p = commands.add_parser("collect", help="record Jacobi trajectories of training prompts (JSON lines)")
+    model_args(p)
+    p.add_argument("--block-size", type=int, default=16)
+    p.add_argument("--prompts", type=int, default=1500)
+    p.add_argument("--max-new-tokens", type=int, default=96)
+    p.add_argument("--out", type=Path, required=True)
+
+    p = commands.add_parser("train", help="train on trajectories: Jacobi Forcing or the CLLM-style baseline")
+    model_args(p)
+    p.add_argument("--trajectories", type=Path, required=True)
+    p.add_argument("--method", default="jacobi-forcing", choices=["jacobi-forcing", "cllm"])
+    p.add_argument("--schedule", default="progressive", choices=trajectories.SCHEDULES)
+    p.add_argument("--window", type=int, default=TrainConfig.window)
+    p.add_argument("--steps", type=int, default=TrainConfig.steps)
+    p.add_argument("--lr", type=float, default=TrainConfig.lr)
+    p.add_argument("--batch-size", type=int, default=TrainConfig.batch_size)
+    p.add_argument("--out", type=Path, required=True)
+
+    p = commands.add_parser("pipeline", help="progressive Jacobi Forcing (2 rounds) + CLLM baseline + schedule ablation (~45 min)")
+    p.add_argument("--work", type=Path, default=Path("runs"), help="where trajectories are written")
+    parser.epilog = "arguments of every command:\n" + "".join(
+        "  " + sub.format_usage().replace("usage: ", "") for sub in commands.choices.values())
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    return parser
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m jacobi_min", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
-    base = commands.add_parser("train-base", help="train the embedded tiny Qwen2 and its tokenizer from scratch (~25 min on 2 CPU cores)")
-    base.add_argument("--out", type=Path, default=CHECKPOINTS / "base")
-    base.add_argument("--steps", type=int, default=tiny.BaseConfig.steps)
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     if args.command == "train-base":
-        print(tiny.train_base(args.out, tiny.BaseConfig(steps=args.steps)))
+        print(tiny.train_base(args.out, replace(tiny.BaseConfig(), steps=args.steps)))
+        return
+    if args.command == "pipeline":
+        print(pipeline.run(pipeline.PipelineConfig(), args.work))
+        return
+    if args.command == "demo":
+        for name in args.models:
+            demo.run(*load(name, args.device), name, args.problems, args.block_size)
+            print()
+        return
+    model, tokenizer = load(args.model, args.device, DTYPES[args.dtype])
+    if args.command == "collect":
+        ids = pipeline.prompts(tokenizer, args.prompts, seed=0)
+        trajectories.save(args.out, trajectories.collect(model, ids, args.block_size, args.max_new_tokens))
+    elif args.command == "train":
+        cfg = TrainConfig(method=args.method, schedule=args.schedule, window=args.window, steps=args.steps,
+                          lr=args.lr, batch_size=args.batch_size)
+        train(model, tokenizer, trajectories.load(args.trajectories), cfg, args.out)
 
 
 if __name__ == "__main__":
