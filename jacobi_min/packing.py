@@ -100,6 +100,8 @@ def collate(examples: list[Packed], pad_id: int, mask: str = "noisy", dtype=torc
     rows, student, teacher, weight = [], [], [], []
     for b, e in enumerate(examples):
         for s, t in e.pairs:
+            if not s:
+                continue
             rows += [b] * len(s)
             student += s
             teacher += t

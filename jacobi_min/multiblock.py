@@ -1,0 +1,202 @@
+"""Multi-block Jacobi decoding with rejection recycling ("MR"), lossless.
+
+K blocks of n tokens are in flight. The real-active block (RA) starts right
+after the exact prefix x + y_<t, so its verified tokens are the greedy ones;
+up to K - 1 pseudo-active blocks sit after RA's current (noisy) draft and are
+Jacobi-iterated speculatively. One causal forward per iteration covers
+
+    rows[b] ‖ P_1 ‖ … ‖ P_{K-1}        for every RA draft row b = 0..B-1
+
+where rows[0] is RA's Jacobi draft (exactly as in `jacobi.py`) and rows[1:]
+are recycled candidates. Causal attention makes each row's logits independent
+of the pseudo blocks after it, so RA is verified exactly as plain Jacobi:
+
+    acc_b = 1 + longest prefix of rows[b][1:] equal to argmax(rows[b])[:-1]
+
+The row with the longest verified prefix b* is kept; RA commits
+rows[b*][1:acc] and its correction/bonus token; every pseudo block P takes the
+Jacobi update P'_i = argmax at the position before P_i (from row b*).
+
+Invariant: before every forward the KV cache (batch 1) holds exactly
+prompt + committed tokens except the last one, which is every row's first
+token. Rows are verified against copies of that cache; after the forward only
+row b*'s first acc entries are kept, so pseudo-block KV is recomputed every
+iteration and no token commits unless it was the argmax on an exact prefix.
+
+- Spawn: a new pseudo block joins when the newest block has >= ceil(r·n)
+  accepted tokens (of its n input tokens: for RA the ones now exact, for a
+  pseudo block the leading ones that agree with their own context) and fewer
+  than K blocks are active.
+- Promotion: when RA completes, the first pseudo block becomes RA with its
+  first token set to RA's bonus token; its other tokens are re-verified.
+- Recycling: a pool of the last `pool_size` token sequences from rejected
+  iterations (the concatenated input row and the argmax tail from the
+  rejection point). After a rejection with correction v, every pool entry
+  holding v offers the continuation that follows v as an extra row.
+
+With K = 1 and an empty pool this is `jacobi_decode`, forward for forward.
+"""
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+import torch
+
+from .jacobi import DecodeResult, check_inputs, eos_ids, initial_draft, keep_count, prefill
+
+
+@dataclass
+class Block:
+    """A block in flight: RA holds [y0] + its unverified draft, a pseudo block all its tokens."""
+    tokens: list[int]
+    accepted: int  # RA: input tokens now exact (y0 included); pseudo: leading tokens agreeing with their context
+
+
+@dataclass
+class Step:
+    """One decoding forward, as recorded with record=True."""
+    rows: list[list[int]]  # RA draft rows: rows[0] the Jacobi draft, then recycled candidates
+    verified: list[int]  # per row: leading tokens verified on the exact prefix (the first token included)
+    row: int  # the row kept: longest verified prefix, lowest index on ties
+    pseudo: list[list[int]]  # pseudo-active blocks' tokens, in order after RA's draft
+    pseudo_accepted: list[int]  # per pseudo block: leading tokens that agree with their (noisy) context
+    accepted: int  # tokens committed: rows[row][1:verified[row]] then the correction/bonus (capped by EOS/budget)
+    recycled: int  # of those, tokens drafted by a recycled candidate row
+    promoted: int  # of those, tokens drafted while the block was pseudo-active
+
+
+@dataclass
+class MultiBlockResult(DecodeResult):
+    recycled: list[int] = field(default_factory=list)  # per forward: committed tokens from a recycled candidate
+    promoted: list[int] = field(default_factory=list)  # per forward: committed tokens from a promoted pseudo block
+    steps: list[Step] | None = None  # with record=True
+
+
+def check_multiblock(blocks, spawn_ratio, pool_size) -> None:
+    """A ValueError that says which multi-block parameter is wrong."""
+    if not isinstance(blocks, int) or blocks < 1:
+        raise ValueError(f"blocks must be an integer >= 1, got {blocks!r}")
+    if not isinstance(spawn_ratio, (int, float)) or not 0 < spawn_ratio <= 1:
+        raise ValueError(f"spawn_ratio must lie in (0, 1], got {spawn_ratio!r}")
+    if not isinstance(pool_size, int) or pool_size < 0:
+        raise ValueError(f"pool_size must be an integer >= 0, got {pool_size!r}")
+
+
+def common_prefix(a: list[int], b: list[int]) -> int:
+    """Length of the longest common prefix of two token lists."""
+    k = 0
+    while k < min(len(a), len(b)) and a[k] == b[k]:
+        k += 1
+    return k
+
+
+def forward_rows(model, rows: list[list[int]], cache) -> list[list[int]]:
+    """One forward of B equal-length rows, each appended to the same batch-1 prefix; argmax per position."""
+    if len(rows) > 1:
+        cache.batch_repeat_interleave(len(rows))  # every row sees its own copy of the exact prefix
+    ids = torch.tensor(rows, device=model.device)  # (B, L)
+    logits = model(input_ids=ids, past_key_values=cache, use_cache=True).logits  # (B, L, V)
+    return logits.argmax(-1).tolist()
+
+
+def update_pseudo(pseudo: list[Block], g: list[int], offset: int) -> list[Block]:
+    """Jacobi update of every pseudo block; `offset` is where the first one starts in the row."""
+    updated = []
+    for block in pseudo:
+        before = g[offset - 1:offset - 1 + len(block.tokens)]  # argmax at the position before each token
+        updated.append(Block(before, common_prefix(block.tokens, before)))
+        offset += len(block.tokens)
+    return updated
+
+
+def recycled_rows(pool, draft: list[int]) -> list[list[int]]:
+    """Candidate RA drafts: each pool entry holding the correction v = draft[0] continues from v."""
+    rows = []
+    for seq in pool:
+        if draft[0] in seq:
+            start = seq.index(draft[0])
+            row = seq[start:start + len(draft)]
+            row += draft[len(row):]  # a short continuation is padded with the Jacobi draft
+            if row != draft and row not in rows:
+                rows.append(row)
+    return rows
+
+
+def fresh_block(prompt, out, block_size, max_new_tokens, gen) -> Block:
+    """A new RA block after out[-1], drawn exactly as `jacobi_decode` draws it."""
+    size = min(block_size, max_new_tokens - len(out))
+    return Block([out[-1]] + initial_draft(prompt + out, size - 1, gen), accepted=1)
+
+
+@torch.inference_mode()
+def multiblock_decode(model, input_ids, block_size: int = 16, max_new_tokens: int = 256, blocks: int = 2,
+                      spawn_ratio: float = 0.85, pool_size: int = 4, eos_token_id=None, seed: int = 0,
+                      record: bool = False) -> MultiBlockResult:
+    """Greedy multi-block Jacobi decoding with rejection recycling; output equals greedy AR decoding.
+
+    Returns tokens and, per decoding forward (prefill excluded), the tokens
+    committed (`accepted`), how many of them a recycled candidate drafted
+    (`recycled`) and how many a promoted pseudo block drafted (`promoted`);
+    with record=True, a `Step` for every forward.
+    """
+    prompt = check_inputs(model, input_ids, max_new_tokens, block_size)
+    check_multiblock(blocks, spawn_ratio, pool_size)
+    if max_new_tokens == 0:
+        return MultiBlockResult([], steps=[] if record else None)
+    eos = eos_ids(model, eos_token_id)
+    gen = torch.Generator().manual_seed(seed)  # same draws as jacobi_decode with the same seed
+    cache, y0, stop = prefill(model, prompt, eos)
+    out = MultiBlockResult([y0], steps=[] if record else None)
+    if stop or max_new_tokens == 1:
+        return out
+    ra = fresh_block(prompt, out.tokens, block_size, max_new_tokens, gen)
+    pseudo, pool = [], deque(maxlen=pool_size)  # pseudo-active blocks in order; recycling pool, newest last
+    rows, carried = [ra.tokens], False  # RA's draft rows; whether rows[0] was drafted while pseudo-active
+    while True:
+        # 1. one forward over every RA row followed by the pseudo blocks
+        m, tail = len(ra.tokens), [t for block in pseudo for t in block.tokens]
+        g_rows = forward_rows(model, [row + tail for row in rows], cache)  # (B, m + len(tail))
+        # 2. keep the row with the longest verified prefix; the cache goes back to batch 1, prefix + row[:acc]
+        verified = [1 + common_prefix(row[1:], g[:m - 1]) for row, g in zip(rows, g_rows)]
+        b = verified.index(max(verified))
+        draft, g, acc = rows[b], g_rows[b], verified[b]
+        if len(rows) > 1:
+            cache.batch_select_indices(torch.tensor([b], device=model.device))
+        cache.crop(acc - m - len(tail))  # drop the KV of unverified RA tokens and of every pseudo block
+        # 3. commit the verified draft tokens and the correction/bonus token g[acc-1]
+        new = draft[1:acc] + [g[acc - 1]]
+        kept, stop = keep_count(new, eos, max_new_tokens - len(out.tokens))
+        out.tokens += new[:kept]
+        out.accepted.append(kept)
+        out.recycled.append(min(acc - 1, kept) if b > 0 else 0)
+        out.promoted.append(min(acc - 1, kept) if carried else 0)
+        # 4. Jacobi update of the pseudo blocks, read from the kept row
+        fed, pseudo = pseudo, update_pseudo(pseudo, g, m)
+        if record:
+            out.steps.append(Step(rows, verified, b, [p.tokens for p in fed], [p.accepted for p in pseudo],
+                                  kept, out.recycled[-1], out.promoted[-1]))
+        if stop:
+            return out
+        # 5. the next RA draft: the shrunk window after a rejection, else a promoted or a fresh block
+        carried = False
+        if acc < m:
+            ra = Block([g[acc - 1]] + g[acc:m - 1], ra.accepted + acc)
+            # 6. rejection recycling: pool this iteration's sequences; entries holding g[acc-1] give extra rows
+            for seq in (draft + tail, g[acc - 1:]):
+                if seq not in pool:
+                    pool.append(seq)
+            rows = [ra.tokens] + recycled_rows(pool, ra.tokens)
+        elif pseudo:
+            # Decision: the promoted block keeps its draft (the original restarts from random tokens).
+            # Its Jacobi update already put RA's bonus g[m-1] first; all its tokens are re-verified.
+            ra, pseudo, carried = Block(pseudo[0].tokens, accepted=1), pseudo[1:], True
+            rows = [ra.tokens]
+        else:
+            ra = fresh_block(prompt, out.tokens, block_size, max_new_tokens, gen)
+            rows = [ra.tokens]
+        # 7. spawn a pseudo block after the newest one once that one is mostly accepted
+        newest = pseudo[-1] if pseudo else ra
+        room = max_new_tokens - len(out.tokens) - len(ra.tokens) - sum(len(p.tokens) for p in pseudo)
+        if 1 + len(pseudo) < blocks and newest.accepted >= math.ceil(spawn_ratio * block_size) and room > 0:
+            size = min(block_size, room)
+            pseudo.append(Block([g[-1]] + initial_draft(prompt + out.tokens, size - 1, gen), accepted=0))
