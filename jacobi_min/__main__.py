@@ -5,7 +5,7 @@ from pathlib import Path
 
 import torch
 
-from . import demo, pipeline, tiny, trajectories
+from . import bench, demo, figures, pipeline, tiny, trajectories
 from .model import CHECKPOINTS, load
 from .train import TrainConfig, train
 
@@ -52,6 +52,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = commands.add_parser("pipeline", help="progressive Jacobi Forcing (2 rounds) + CLLM baseline + schedule ablation (~45 min)")
     p.add_argument("--work", type=Path, default=Path("runs"), help="where trajectories are written")
+    p = commands.add_parser("bench", help="every method on held-out problems: TPF, speedup, accuracy, cost model (~12 min)")
+    p.add_argument("--problems", type=int, default=bench.BenchConfig.problems)
+    p.add_argument("--block-sizes", type=int, nargs="+", default=[8, 16, 32, 64])
+    p.add_argument("--device", default="cpu", help="cpu or cuda")
+    p.add_argument("--dtype", default="float32", choices=DTYPES)
+    p.add_argument("--out", type=Path, default=bench.RESULTS / "benchmark.json")
+
+    commands.add_parser("figures", help="rebuild every PNG in figures/ from the results files (seconds)")
     parser.epilog = "arguments of every command:\n" + "".join(
         "  " + sub.format_usage().replace("usage: ", "") for sub in commands.choices.values())
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
@@ -62,6 +70,13 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     if args.command == "train-base":
         print(tiny.train_base(args.out, replace(tiny.BaseConfig(), steps=args.steps)))
+        return
+    if args.command == "bench":
+        cfg = bench.BenchConfig(problems=args.problems, block_sizes=args.block_sizes, device=args.device, dtype=args.dtype)
+        print(bench.format_table(bench.run(cfg, args.out)))
+        return
+    if args.command == "figures":
+        print("\n".join(str(p) for p in figures.build()))
         return
     if args.command == "pipeline":
         print(pipeline.run(pipeline.PipelineConfig(), args.work))

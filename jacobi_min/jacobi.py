@@ -25,6 +25,7 @@ window shrinks as the block converges) instead of being padded back to n with
 next-block drafts, so every block has clean boundaries and a trajectory of its
 own, which is what trajectory collection and training need.
 """
+import numbers
 from dataclasses import dataclass, field
 
 import torch
@@ -46,6 +47,7 @@ class BlockTrajectory:
 class DecodeResult:
     tokens: list[int]  # generated ids, EOS included when reached
     accepted: list[int] = field(default_factory=list)  # new tokens of each decoding forward
+    fed: list[int] = field(default_factory=list)  # tokens fed to each decoding forward (all rows)
     blocks: list[BlockTrajectory] | None = None  # with record=True
 
     @property
@@ -59,8 +61,8 @@ class DecodeResult:
         return sum(self.accepted) / self.forwards if self.forwards else float("nan")
 
 
-def check_inputs(model, input_ids, max_new_tokens: int, block_size: int = 1) -> list[int]:
-    """The prompt as a list of ints, or a ValueError that says what is wrong."""
+def as_token_list(input_ids) -> list[int]:
+    """One prompt given as a 1-D / (1, L) tensor or a list of ints, as a list of ints."""
     if isinstance(input_ids, torch.Tensor):
         if input_ids.dim() == 2 and input_ids.shape[0] != 1:
             raise ValueError(f"batch size {input_ids.shape[0]} is not supported: pass one prompt, shape (L,) or (1, L)")
@@ -68,8 +70,14 @@ def check_inputs(model, input_ids, max_new_tokens: int, block_size: int = 1) -> 
             raise ValueError(f"input_ids must have shape (L,) or (1, L), got {tuple(input_ids.shape)}")
         input_ids = input_ids.reshape(-1).tolist()
     ids = list(input_ids)
-    if not all(isinstance(t, int) for t in ids):
+    if not all(isinstance(t, numbers.Integral) for t in ids):
         raise ValueError("input_ids must be token ids (ints); for a batch, decode one prompt at a time")
+    return [int(t) for t in ids]
+
+
+def check_inputs(model, input_ids, max_new_tokens: int, block_size: int = 1) -> list[int]:
+    """The prompt as a list of ints, or a ValueError that says what is wrong."""
+    ids = as_token_list(input_ids)
     if not ids:
         raise ValueError("the prompt is empty: give at least one token")
     vocab = model.config.vocab_size
@@ -130,6 +138,7 @@ def greedy_decode(model, input_ids, max_new_tokens: int, eos_token_id=None) -> D
         tok = forward_argmax(model, [tok], cache)[-1]
         out.tokens.append(tok)
         out.accepted.append(1)
+        out.fed.append(1)
         stop = tok in eos
     return out
 
@@ -140,18 +149,19 @@ def initial_draft(sequence: list[int], length: int, gen: torch.Generator) -> lis
     return [sequence[i] for i in picks]
 
 
-def jacobi_block(model, cache, draft, out, eos, max_new_tokens, accepted, states=None) -> bool:
+def jacobi_block(model, cache, draft, out, eos, max_new_tokens, result, states=None) -> bool:
     """Iterate one block to its fixed point; appends to `out`. Returns True to stop decoding."""
     start, size = len(out) - 1, len(draft)  # out[start] is the block's y0
     while True:
         g = forward_argmax(model, draft, cache)  # (len(draft),)
+        result.fed.append(len(draft))
         acc = 1
         while acc < len(draft) and draft[acc] == g[acc - 1]:
             acc += 1
         cache.crop(acc - len(draft))  # drop the KV of unverified positions
         kept, stop = keep_count(draft[1:acc] + [g[acc - 1]], eos, max_new_tokens - len(out))
         out += (draft[1:acc] + [g[acc - 1]])[:kept]
-        accepted.append(kept)
+        result.accepted.append(kept)
         done = acc == len(draft)
         draft = [g[acc - 1]] + g[acc:-1]
         if states is not None:
@@ -174,18 +184,19 @@ def jacobi_decode(model, input_ids, block_size: int = 16, max_new_tokens: int = 
     eos = eos_ids(model, eos_token_id)
     gen = torch.Generator().manual_seed(seed)
     cache, y0, stop = prefill(model, prompt, eos)
-    out, accepted, blocks = [y0], [], [] if record else None
+    result = DecodeResult([y0], blocks=[] if record else None)
+    out, blocks = result.tokens, result.blocks
     while not stop and len(out) < max_new_tokens:
         size = min(block_size, max_new_tokens - len(out))
         start = len(out) - 1
         draft = [out[-1]] + initial_draft(prompt + out, size - 1, gen)
         states = [list(draft)] if record else None
-        stop = jacobi_block(model, cache, draft, out, eos, max_new_tokens, accepted, states)
+        stop = jacobi_block(model, cache, draft, out, eos, max_new_tokens, result, states)
         if record:
             blocks.append(trimmed_block(prompt + out[:start], states, len(out) - start))
     if record and sum(len(b.fixed_point) for b in blocks) < len(out):
         blocks.append(BlockTrajectory(prompt + out[:-1], [[out[-1]]]))  # the final bonus token
-    return DecodeResult(out, accepted, blocks)
+    return result
 
 
 def trimmed_block(context: list[int], states: list[list[int]], known: int) -> BlockTrajectory:

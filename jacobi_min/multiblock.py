@@ -168,12 +168,13 @@ def multiblock_decode(model, input_ids, block_size: int = 16, max_new_tokens: in
         kept, stop = keep_count(new, eos, max_new_tokens - len(out.tokens))
         out.tokens += new[:kept]
         out.accepted.append(kept)
+        out.fed.append(len(rows) * (m + len(tail)))
         out.recycled.append(min(acc - 1, kept) if b > 0 else 0)
         out.promoted.append(min(acc - 1, kept) if carried else 0)
         # 4. Jacobi update of the pseudo blocks, read from the kept row
-        fed, pseudo = pseudo, update_pseudo(pseudo, g, m)
+        fed_pseudo, pseudo = pseudo, update_pseudo(pseudo, g, m)
         if record:
-            out.steps.append(Step(rows, verified, b, [p.tokens for p in fed], [p.accepted for p in pseudo],
+            out.steps.append(Step(rows, verified, b, [p.tokens for p in fed_pseudo], [p.accepted for p in pseudo],
                                   kept, out.recycled[-1], out.promoted[-1]))
         if stop:
             return out

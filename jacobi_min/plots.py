@@ -2,6 +2,7 @@
 
 Each function draws on a matplotlib Axes it is given and returns it.
 """
+import matplotlib.patches
 import numpy as np
 from matplotlib.colors import ListedColormap
 
@@ -63,4 +64,26 @@ def acceptance_histogram(ax, accepted: dict[str, list[int]], max_count: int = 16
     ax.set_xlabel(f"new tokens in one forward (last bar: ≥ {max_count})")
     ax.set_ylabel("share of forwards")
     ax.legend()
+    return ax
+
+
+def multiblock_step(ax, step, tokenizer=None, title: str = ""):
+    """One multi-block forward: RA rows (green verified, red rejected, thick frame = kept) then pseudo blocks (blue)."""
+    rows = [(r, v, "RA draft" if b == 0 else f"recycled {b}") for b, (r, v) in enumerate(zip(step.rows, step.verified))]
+    rows += [(p, a, f"pseudo {j + 1}") for j, (p, a) in enumerate(zip(step.pseudo, step.pseudo_accepted + [0] * 9))]
+    width = max(len(r) for r, _, _ in rows)
+    for y, (tokens, good, label) in enumerate(rows):
+        pseudo = label.startswith("pseudo")
+        for x, tok in enumerate(tokens):
+            colour = ("#9ecae1" if x < good else "#deebf7") if pseudo else ("#5cb85c" if x < good else "#d9534f")
+            ax.add_patch(matplotlib.patches.Rectangle((x, y), 1, 1, color=colour, ec="white"))
+            if tokenizer is not None:
+                ax.text(x + 0.5, y + 0.5, tokenizer.decode([tok]).strip()[:6], ha="center", va="center", fontsize=6)
+        if y == step.row:
+            ax.add_patch(matplotlib.patches.Rectangle((0, y), len(tokens), 1, fill=False, lw=2, ec="black"))
+    ax.set_xlim(0, width)
+    ax.set_ylim(len(rows), 0)
+    ax.set_yticks([y + 0.5 for y in range(len(rows))], [label for _, _, label in rows])
+    ax.set_xlabel("position")
+    ax.set_title(title or f"committed {step.accepted} (recycled {step.recycled}, promoted {step.promoted})")
     return ax

@@ -1,0 +1,147 @@
+"""Rebuild every PNG in `figures/` from results files only (no model is run).
+
+Inputs: `figures/results/benchmark.json` (bench), `figures/results/ablation.json`
+(pipeline) and the `train_log.jsonl` of each trained checkpoint.
+"""
+import json
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+
+from .model import CHECKPOINTS
+from .plots import acceptance_histogram
+
+FIGURES = Path(__file__).parent.parent / "figures"
+JACOBI_METHODS = ["Jacobi (base)", "CLLM-style", "Jacobi Forcing", "Jacobi Forcing + MR"]
+
+
+def by_method(results: dict) -> dict[str, list[dict]]:
+    rows = {}
+    for r in results["methods"]:
+        rows.setdefault(r["method"], []).append(r)
+    return rows
+
+
+def metric_vs_block(results: dict, key: str, ylabel: str, path: Path) -> None:
+    fig, ax = plt.subplots(figsize=(6, 4))
+    rows = by_method(results)
+    for method in JACOBI_METHODS:
+        pts = sorted(rows.get(method, []), key=lambda r: r["block_size"])
+        ax.plot([r["block_size"] for r in pts], [r[key] for r in pts], marker="o", label=method)
+    for method in ("prompt lookup", "AR"):
+        if method in rows:
+            ax.axhline(rows[method][0][key], ls="--", lw=1, color="grey" if method == "AR" else "purple", label=method)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("block size n")
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=8)
+    ax.set_title(f"{ylabel} vs block size ({results['meta']['device']}, {results['meta']['dtype']})")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def accuracy_vs_speedup(results: dict, path: Path) -> None:
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for method, rows in by_method(results).items():
+        best = max(rows, key=lambda r: r["speedup_median"])
+        ax.scatter(best["speedup_median"], 100 * best["accuracy"], s=60, label=f"{method} (n={best['block_size']})")
+    ax.set_xlabel("wall-clock speedup over AR (median)")
+    ax.set_ylabel("accuracy on held-out problems (%)")
+    ax.set_title("accuracy vs speedup, best block size per method")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def acceptance(results: dict, path: Path, block_size: int = 16) -> None:
+    fig, ax = plt.subplots(figsize=(7, 4))
+    counts = {}
+    for r in results["methods"]:
+        if r["block_size"] == block_size and r["method"] in JACOBI_METHODS:
+            counts[r["method"]] = [int(k) for k, v in r["accepted_histogram"].items() for _ in range(v)]
+    acceptance_histogram(ax, counts, max_count=block_size)
+    ax.set_title(f"new tokens per forward at n = {block_size}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def cost_model(results: dict, path: Path) -> None:
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    ks, lat = results["cost_model"]["k"], results["cost_model"]["latency_s"]
+    left.plot(ks, [1000 * t for t in lat])
+    left.set_xlabel("tokens in one forward, k")
+    left.set_ylabel("latency L(k) (ms)")
+    left.set_title("cost of one forward on a cached context")
+    rows = [r for r in results["methods"] if r["predicted_speedup"] is not None and r["method"] != "AR"]
+    for method, pts in by_method({"methods": rows}).items():
+        right.scatter([r["predicted_speedup"] for r in pts], [r["speedup_median"] for r in pts], label=method)
+    top = max([r["predicted_speedup"] for r in rows] + [r["speedup_median"] for r in rows] + [1.0])
+    right.plot([0, top], [0, top], ls="--", color="grey", label="measured = predicted")
+    right.set_xlabel("predicted speedup  TPF·L(1)/L(n_eff)")
+    right.set_ylabel("measured speedup")
+    right.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def ablation(data: dict, path: Path) -> None:
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    kinds = list(data["schedules"])
+    ax.bar(kinds, [data["schedules"][k]["iterations_per_token"] for k in kinds], color="#5b8def")
+    ax.set_ylabel("iterations per token (lower is better)")
+    ax.set_title(f"noise schedule ablation ({data['steps']} steps, n = {data['block_size']})")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def training_curves(logs: dict[str, list[dict]], path: Path) -> None:
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    for name, log in logs.items():
+        left.plot([r["step"] for r in log], [r["loss"] for r in log], lw=0.8, label=name)
+        evals = [r for r in log if "tpf" in r]
+        right.plot([r["step"] for r in evals], [r["tpf"] for r in evals], marker="o", label=f"{name} TPF")
+        right.plot([r["step"] for r in evals], [10 * r["accuracy"] for r in evals], ls=":", label=f"{name} accuracy ×10")
+    left.set_yscale("log")
+    left.set_xlabel("step")
+    left.set_ylabel("λ·L_AR + L_c/T")
+    left.legend()
+    right.set_xlabel("step")
+    right.set_ylabel("held-out TPF at n = 16 / accuracy × 10")
+    right.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def read_log(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def build(results_dir: Path = FIGURES / "results", out_dir: Path = FIGURES, checkpoints: Path = CHECKPOINTS) -> list[Path]:
+    """Write every figure whose inputs exist; returns the paths written."""
+    written = []
+    bench = results_dir / "benchmark.json"
+    if bench.exists():
+        results = json.loads(bench.read_text())
+        jobs = {"speedup_vs_block_size.png": lambda p: metric_vs_block(results, "speedup_median", "speedup over AR", p),
+                "tpf_vs_block_size.png": lambda p: metric_vs_block(results, "tpf", "tokens per forward", p),
+                "accuracy_vs_speedup.png": lambda p: accuracy_vs_speedup(results, p),
+                "acceptance_histogram.png": lambda p: acceptance(results, p),
+                "cost_model.png": lambda p: cost_model(results, p)}
+        for name, job in jobs.items():
+            job(out_dir / name)
+            written.append(out_dir / name)
+    if (results_dir / "ablation.json").exists():
+        ablation(json.loads((results_dir / "ablation.json").read_text()), out_dir / "noise_schedule_ablation.png")
+        written.append(out_dir / "noise_schedule_ablation.png")
+    logs = {name: read_log(checkpoints / name / "train_log.jsonl") for name in ("jacobi-forcing", "cllm")
+            if (checkpoints / name / "train_log.jsonl").exists()}
+    if logs:
+        training_curves(logs, out_dir / "training_curves.png")
+        written.append(out_dir / "training_curves.png")
+    return written

@@ -1,0 +1,56 @@
+"""The benchmark runs end to end in a tiny configuration; figures rebuild from results files."""
+import json
+
+import pytest
+
+from jacobi_min import bench, figures
+
+METHODS = {"AR", "AR generate", "prompt lookup", "Jacobi (base)", "CLLM-style", "Jacobi Forcing", "Jacobi Forcing + MR"}
+
+
+@pytest.fixture(scope="module")
+def tiny_results(tmp_path_factory):
+    out = tmp_path_factory.mktemp("results") / "benchmark.json"
+    cfg = bench.BenchConfig(problems=3, block_sizes=[4, 16], chunks=1, cost_ks=[1, 2, 4, 8, 16, 32])
+    bench.run(cfg, out)
+    return out
+
+
+def test_results_file_schema(tiny_results):
+    results = json.loads(tiny_results.read_text())
+    assert set(results) == {"meta", "methods", "cost_model"}
+    assert {"device", "dtype", "threads", "torch", "transformers", "prefill"} <= set(results["meta"])
+    assert {r["method"] for r in results["methods"]} == METHODS
+    assert len(results["cost_model"]["k"]) == len(results["cost_model"]["latency_s"]) == 6
+    for r in results["methods"]:
+        assert {"method", "model", "block_size", "tpf", "accuracy", "tps_median", "tps_range", "speedup_median",
+                "speedup_range", "predicted_speedup", "tokens", "forwards", "accepted_histogram"} <= set(r)
+        assert 0.0 <= r["accuracy"] <= 1.0 and r["tpf"] >= 1.0 - 1e-9
+        assert r["tps_range"][0] <= r["tps_median"] <= r["tps_range"][1]
+    ar = next(r for r in results["methods"] if r["method"] == "AR")
+    assert ar["tpf"] == 1.0 and ar["speedup_median"] == 1.0 and ar["predicted_speedup"] == pytest.approx(1.0)
+    # lossless methods agree with the first method run on the same model
+    for r in results["methods"]:
+        assert r["identical_to_first_method_of_model"] == 3
+    assert len(bench.format_table(results).splitlines()) == 1 + len(results["methods"])
+
+
+def test_figures_rebuild_from_results_only(tiny_results, tmp_path):
+    ablation = {"steps": 10, "block_size": 16, "problems": 5,
+                "schedules": {k: {"iterations_per_token": v} for k, v in
+                              [("progressive", 0.4), ("random", 0.45), ("reverse", 0.5)]}}
+    (tiny_results.parent / "ablation.json").write_text(json.dumps(ablation))
+    logs = tmp_path / "checkpoints"
+    for name in ("jacobi-forcing", "cllm"):
+        (logs / name).mkdir(parents=True)
+        rows = [{"step": s, "loss": 5.0 / s, "consistency": 1.0 / s} | ({"tpf": 1 + s / 10, "accuracy": 0.8} if s % 5 == 0 else {})
+                for s in range(1, 11)]
+        (logs / name / "train_log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "figures"
+    out.mkdir()
+    written = figures.build(tiny_results.parent, out, logs)
+    names = {p.name for p in written}
+    assert names == {"speedup_vs_block_size.png", "tpf_vs_block_size.png", "accuracy_vs_speedup.png",
+                     "acceptance_histogram.png", "cost_model.png", "noise_schedule_ablation.png", "training_curves.png"}
+    for p in written:
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000

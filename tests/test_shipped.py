@@ -1,0 +1,55 @@
+"""The shipped checkpoints: they load, fail clearly when broken, and decode losslessly."""
+import shutil
+
+import pytest
+
+import jacobi_min
+from jacobi_min import task
+from jacobi_min.model import CHECKPOINTS
+from tests.conftest import generate_greedy
+
+BLOCK_SIZES = [1, 2, 3, 4, 8, 16, 32, 64]
+
+
+def held_out_prompts(tokenizer, count):
+    return [tokenizer(p.prompt)["input_ids"] for p in task.problems("test", count)]
+
+
+def test_base_model_matches_generate_on_50_held_out_prompts(base):
+    model, tokenizer = base
+    for prompt in held_out_prompts(tokenizer, 50):
+        reference = generate_greedy(model, prompt, 96)
+        assert reference[-1] == tokenizer.eos_token_id  # the model finishes its answers
+        for n in BLOCK_SIZES:
+            assert jacobi_min.jacobi_decode(model, prompt, n, 96).tokens == reference
+
+
+@pytest.mark.parametrize("name", ["jacobi-forcing", "cllm"])
+def test_trained_checkpoints_decode_losslessly(name):
+    model, tokenizer = jacobi_min.load(name)
+    for prompt in held_out_prompts(tokenizer, 20):
+        reference = generate_greedy(model, prompt, 96)
+        for n in (4, 16, 32, 64):
+            assert jacobi_min.jacobi_decode(model, prompt, n, 96).tokens == reference
+
+
+def test_embedded_model_is_a_small_qwen2(base):
+    model, tokenizer = base
+    assert type(model).__name__ == "Qwen2ForCausalLM"
+    assert sum(p.numel() for p in model.parameters()) < 10_000_000
+    assert tokenizer.eos_token_id in jacobi_min.jacobi.eos_ids(model)
+    assert tokenizer.pad_token_id != tokenizer.eos_token_id
+
+
+def test_missing_checkpoint_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no checkpoint at"):
+        jacobi_min.load(tmp_path / "nothing-here")
+
+
+def test_corrupted_checkpoint_is_a_clear_error(tmp_path):
+    broken = tmp_path / "broken"
+    shutil.copytree(CHECKPOINTS / "base", broken)
+    weights = broken / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    with pytest.raises(ValueError, match="could not load checkpoint"):
+        jacobi_min.load(broken)
