@@ -12,10 +12,19 @@ from .train import TrainConfig, train
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
-def model_args(parser, default="base"):
-    parser.add_argument("--model", default=default, help="embedded name (base, jacobi-forcing, cllm), directory or hub id")
+def device_args(parser):
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
-    parser.add_argument("--dtype", default="float32", choices=DTYPES)
+    parser.add_argument("--dtype", default=None, choices=DTYPES, help="default: float32 on cpu, bfloat16 on cuda")
+
+
+def model_args(parser, default="base"):
+    parser.add_argument("--model", default=default,
+                        help="embedded name (base, jacobi-forcing, cllm), qwen2.5-coder-0.5b-instruct, directory or hub id")
+    device_args(parser)
+
+
+def dtype_of(args) -> torch.dtype:
+    return DTYPES[args.dtype or ("bfloat16" if args.device.startswith("cuda") else "float32")]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = commands.add_parser("demo", help="AR vs Jacobi on held-out problems: identical output, TPF, speedup (~1 min)")
     p.add_argument("--models", nargs="+", default=["base", "jacobi-forcing"], help="embedded names, directories or hub ids")
-    p.add_argument("--device", default="cpu", help="cpu or cuda")
+    device_args(p)
     p.add_argument("--problems", type=int, default=6)
     p.add_argument("--block-size", type=int, default=16)
 
@@ -52,11 +61,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = commands.add_parser("pipeline", help="progressive Jacobi Forcing (2 rounds) + CLLM baseline + schedule ablation (~45 min)")
     p.add_argument("--work", type=Path, default=Path("runs"), help="where trajectories are written")
+    p.add_argument("--base", default="base", help="model to start from (embedded name, directory, alias or hub id)")
+    p.add_argument("--device", default="cpu", help="cpu or cuda")
+    p.add_argument("--out", type=Path, default=CHECKPOINTS, help="checkpoints go to OUT/jacobi-forcing and OUT/cllm")
     p = commands.add_parser("bench", help="every method on held-out problems: TPF, speedup, accuracy, cost model (~12 min)")
     p.add_argument("--problems", type=int, default=bench.BenchConfig.problems)
     p.add_argument("--block-sizes", type=int, nargs="+", default=[8, 16, 32, 64])
-    p.add_argument("--device", default="cpu", help="cpu or cuda")
-    p.add_argument("--dtype", default="float32", choices=DTYPES)
+    device_args(p)
     p.add_argument("--out", type=Path, default=bench.RESULTS / "benchmark.json")
 
     commands.add_parser("figures", help="rebuild every PNG in figures/ from the results files (seconds)")
@@ -72,21 +83,22 @@ def main(argv=None):
         print(tiny.train_base(args.out, replace(tiny.BaseConfig(), steps=args.steps)))
         return
     if args.command == "bench":
-        cfg = bench.BenchConfig(problems=args.problems, block_sizes=args.block_sizes, device=args.device, dtype=args.dtype)
+        cfg = bench.BenchConfig(problems=args.problems, block_sizes=args.block_sizes, device=args.device,
+                                dtype=str(dtype_of(args)).removeprefix("torch."))
         print(bench.format_table(bench.run(cfg, args.out)))
         return
     if args.command == "figures":
         print("\n".join(str(p) for p in figures.build()))
         return
     if args.command == "pipeline":
-        print(pipeline.run(pipeline.PipelineConfig(), args.work))
+        print(pipeline.run(pipeline.PipelineConfig(base=args.base, device=args.device, out=args.out), args.work))
         return
     if args.command == "demo":
         for name in args.models:
-            demo.run(*load(name, args.device), name, args.problems, args.block_size)
+            demo.run(*load(name, args.device, dtype_of(args)), name, args.problems, args.block_size)
             print()
         return
-    model, tokenizer = load(args.model, args.device, DTYPES[args.dtype])
+    model, tokenizer = load(args.model, args.device, dtype_of(args))
     if args.command == "collect":
         ids = pipeline.prompts(tokenizer, args.prompts, seed=0)
         trajectories.save(args.out, trajectories.collect(model, ids, args.block_size, args.max_new_tokens))

@@ -94,9 +94,17 @@ def methods(models: dict, cfg: BenchConfig) -> list[dict]:
     return rows
 
 
+def sync() -> None:
+    """Wait for queued GPU work, so wall-clock times cover it."""
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
 def timed(fn, *args):
+    sync()
     start = time.perf_counter()
     result = fn(*args)
+    sync()
     return result, time.perf_counter() - start
 
 

@@ -6,11 +6,10 @@ check and tokens per forward (TPF); then the wall-clock ratio of the two
 one block's trajectory, one line per iteration: decided tokens shown, wrong
 draft tokens as '·'.
 """
-import time
-
 import torch
 
 from . import task
+from .bench import timed
 from .jacobi import BlockTrajectory, greedy_decode, jacobi_decode
 
 
@@ -24,27 +23,21 @@ def trajectory_lines(block: BlockTrajectory, tokenizer, width: int = 110) -> lis
     return lines
 
 
-def timed(fn):
-    start = time.perf_counter()
-    result = fn()
-    return result, time.perf_counter() - start
-
-
 def run(model, tokenizer, name: str, problems: int = 6, block_size: int = 16, max_new_tokens: int = 96) -> dict:
     """Decode held-out problems with AR and Jacobi; print the comparison; return the totals."""
     print(f"model: {name} ({sum(p.numel() for p in model.parameters()) / 1e6:.1f}M parameters), "
-          f"block size n = {block_size}, {torch.get_num_threads()} threads, float32")
+          f"block size n = {block_size}, {model.device}, {torch.get_num_threads()} threads, {model.dtype}")
     ar_time = jacobi_time = 0.0
     tokens = forwards = same = 0
     first = None
     for p in task.problems("test", problems):
         ids = tokenizer(p.prompt)["input_ids"]
         ar, t_ar = timed(lambda: greedy_decode(model, ids, max_new_tokens))
-        jac, t_jac = timed(lambda: jacobi_decode(model, ids, block_size, max_new_tokens, record=True))
+        jac, t_jac = timed(lambda: jacobi_decode(model, ids, block_size, max_new_tokens))
         ar_time, jacobi_time = ar_time + t_ar, jacobi_time + t_jac
         tokens, forwards = tokens + sum(jac.accepted), forwards + jac.forwards
         same += jac.tokens == ar.tokens
-        first = first or jac
+        first = first or jacobi_decode(model, ids, block_size, max_new_tokens, record=True)
         answer = task.extract_answer(tokenizer.decode(jac.tokens))
         print(f"  identical={jac.tokens == ar.tokens}  answer {answer} (expected {p.answer})  "
               f"tokens {len(jac.tokens):3d}  forwards AR {ar.forwards:3d} / Jacobi {jac.forwards:3d}  TPF {jac.tpf:.2f}")

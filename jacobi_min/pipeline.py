@@ -31,6 +31,9 @@ class PipelineConfig:
     ablation_steps: int = 300
     ablation_problems: int = 100
     seed: int = 0
+    base: str = "base"  # the model to start from: an embedded name, a directory, an alias or a hub id
+    device: str = "cpu"
+    out: Path = CHECKPOINTS  # checkpoints land in out/jacobi-forcing and out/cllm
 
 
 def prompts(tokenizer, count: int, seed: int) -> list[list[int]]:
@@ -45,7 +48,7 @@ def collect(model, tokenizer, cfg: PipelineConfig, block_size: int, desc: str) -
 def jacobi_forcing(cfg: PipelineConfig, work: Path) -> dict:
     """Round 1 then round 2; returns wall times of each stage."""
     times, start = {}, time.time()
-    model, tokenizer = load("base")
+    model, tokenizer = load(cfg.base, cfg.device)
     traj1 = collect(model, tokenizer, cfg, cfg.round1_block, "trajectories n=16 (base)")
     trajectories.save(work / "round1.jsonl", traj1)
     times["collect_round1"] = time.time() - start
@@ -57,7 +60,7 @@ def jacobi_forcing(cfg: PipelineConfig, work: Path) -> dict:
     log2 = train(model, tokenizer, traj2, cfg.round2)
     times["train_round2"] = time.time() - start - sum(times.values())
     log = log1 + [{**row, "step": row["step"] + cfg.round1.steps, "round": 2} for row in log2]
-    save_checkpoint(model, tokenizer, CHECKPOINTS / "jacobi-forcing", cfg.round2, log,
+    save_checkpoint(model, tokenizer, cfg.out / "jacobi-forcing", cfg.round2, log,
                     extra={"pipeline": asdict(cfg), "seconds": {k: round(v) for k, v in times.items()}})
     return times
 
@@ -65,10 +68,10 @@ def jacobi_forcing(cfg: PipelineConfig, work: Path) -> dict:
 def cllm(cfg: PipelineConfig, work: Path) -> float:
     """The CLLM-style baseline on the round-1 trajectories, same total steps as Jacobi Forcing."""
     start = time.time()
-    model, tokenizer = load("base")
+    model, tokenizer = load(cfg.base, cfg.device)
     steps = cfg.round1.steps + cfg.round2.steps
     config = replace(cfg.round1, method="cllm", steps=steps)
-    train(model, tokenizer, trajectories.load(work / "round1.jsonl"), config, CHECKPOINTS / "cllm")
+    train(model, tokenizer, trajectories.load(work / "round1.jsonl"), config, cfg.out / "cllm")
     return time.time() - start
 
 
@@ -78,7 +81,7 @@ def ablation(cfg: PipelineConfig, work: Path) -> dict:
     held_out = task.problems("test", cfg.ablation_problems, seed=2)
     result = {}
     for kind in trajectories.SCHEDULES:
-        model, tokenizer = load("base")
+        model, tokenizer = load(cfg.base, cfg.device)
         config = replace(cfg.round1, schedule=kind, steps=cfg.ablation_steps, eval_every=cfg.ablation_steps + 1)
         train(model, tokenizer, traj, config)
         scores = evaluate(model, tokenizer, held_out, cfg.round1_block)
