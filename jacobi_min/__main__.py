@@ -5,9 +5,9 @@ from pathlib import Path
 
 import torch
 
-from . import bench, demo, figures, pipeline, tiny, trajectories
+from . import bench, demo, figures, pipeline, task, tiny, trajectories
 from .model import CHECKPOINTS, load
-from .train import TrainConfig, train
+from .train import TrainConfig, evaluate, train
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -57,7 +57,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--steps", type=int, default=TrainConfig.steps)
     p.add_argument("--lr", type=float, default=TrainConfig.lr)
     p.add_argument("--batch-size", type=int, default=TrainConfig.batch_size)
+    p.add_argument("--eval-problems", type=int, default=TrainConfig.eval_problems)
     p.add_argument("--out", type=Path, required=True)
+
+    p = commands.add_parser("eval", help="held-out accuracy, TPF of greedy Jacobi and repetition of one model")
+    model_args(p)
+    p.add_argument("--problems", type=int, default=500)
+    p.add_argument("--block-size", type=int, default=16)
 
     p = commands.add_parser("pipeline", help="progressive Jacobi Forcing (2 rounds) + CLLM baseline + schedule ablation (~45 min)")
     p.add_argument("--work", type=Path, default=Path("runs"), help="where trajectories are written")
@@ -104,7 +110,7 @@ def main(argv=None):
         trajectories.save(args.out, trajectories.collect(model, ids, args.block_size, args.max_new_tokens))
     elif args.command == "train":
         cfg = TrainConfig(method=args.method, schedule=args.schedule, window=args.window, steps=args.steps,
-                          lr=args.lr, batch_size=args.batch_size)
+                          lr=args.lr, batch_size=args.batch_size, eval_problems=args.eval_problems)
         train(model, tokenizer, trajectories.load(args.trajectories), cfg, args.out)
 
 

@@ -80,7 +80,7 @@ def evaluate(model, tokenizer, problems: list[task.Problem], block_size: int, ma
     """Held-out accuracy, TPF of greedy Jacobi at `block_size`, and repetition."""
     model.eval()
     correct, tokens, forwards, rep = 0, 0, 0, 0.0
-    for p in problems:
+    for p in tqdm(problems, desc="evaluate", leave=False):
         result = jacobi_decode(model, tokenizer(p.prompt)["input_ids"], block_size, max_new_tokens)
         correct += task.is_correct(tokenizer.decode(result.tokens), p.answer)
         tokens, forwards = tokens + sum(result.accepted), forwards + result.forwards

@@ -1,0 +1,55 @@
+"""Training runs: a few steps on one process and under torchrun with 2 processes (DDP, gloo)."""
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import jacobi_min
+from jacobi_min import task, trajectories
+from jacobi_min.train import TrainConfig, repetition, train
+
+ROOT = Path(__file__).parent.parent
+
+
+@pytest.fixture(scope="module")
+def trajectory_file(tmp_path_factory):
+    model, tokenizer = jacobi_min.load()
+    prompts = [tokenizer(p.prompt)["input_ids"] for p in task.problems("train", 6)]
+    path = tmp_path_factory.mktemp("traj") / "round1.jsonl"
+    trajectories.save(path, trajectories.collect(model, prompts, block_size=8, max_new_tokens=96))
+    return path
+
+
+def test_repetition_metric():
+    assert repetition([1, 2, 3, 4]) == 0.0
+    assert repetition([5, 5, 5, 5, 5]) == 1.0
+    assert repetition([1, 1, 2, 3, 3]) == 0.5
+
+
+@pytest.mark.parametrize("method", ["jacobi-forcing", "cllm"])
+def test_few_steps_single_process(trajectory_file, method):
+    model, tokenizer = jacobi_min.load()
+    cfg = TrainConfig(method=method, steps=4, batch_size=2, eval_every=4, eval_problems=3)
+    log = train(model, tokenizer, trajectories.load(trajectory_file), cfg)
+    assert len(log) == 4 and all(math.isfinite(r["loss"]) for r in log)
+    assert {"accuracy", "tpf", "repetition"} <= set(log[-1])
+    assert all(r["consistency"] >= 0 for r in log)
+
+
+def test_ddp_two_processes(trajectory_file, tmp_path):
+    out = tmp_path / "ddp"
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_port=29533",
+               "-m", "jacobi_min", "train", "--trajectories", str(trajectory_file), "--steps", "3",
+               "--batch-size", "2", "--eval-problems", "2", "--out", str(out)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    log = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in log] == [1, 2, 3]
+    assert all(math.isfinite(r["loss"]) for r in log)
+    assert (out / "model.safetensors").exists()
+
