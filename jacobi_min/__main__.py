@@ -70,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--base", default="base", help="model to start from (embedded name, directory, alias or hub id)")
     p.add_argument("--device", default="cpu", help="cpu or cuda")
     p.add_argument("--out", type=Path, default=CHECKPOINTS, help="checkpoints go to OUT/jacobi-forcing and OUT/cllm")
+    p.add_argument("--stage", default="all", choices=pipeline.STAGES,
+                   help="run one stage only; 'baselines' (CLLM + ablation) needs round 1's trajectories in --work")
     p = commands.add_parser("bench", help="every method on held-out problems: TPF, speedup, accuracy, cost model (~12 min)")
     p.add_argument("--problems", type=int, default=bench.BenchConfig.problems)
     p.add_argument("--block-sizes", type=int, nargs="+", default=[8, 16, 32, 64])
@@ -97,7 +99,8 @@ def main(argv=None):
         print("\n".join(str(p) for p in figures.build()))
         return
     if args.command == "pipeline":
-        print(pipeline.run(pipeline.PipelineConfig(base=args.base, device=args.device, out=args.out), args.work))
+        cfg = pipeline.PipelineConfig(base=args.base, device=args.device, out=args.out)
+        print(pipeline.run(cfg, args.work, args.stage))
         return
     if args.command == "demo":
         for name in args.models:
