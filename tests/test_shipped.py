@@ -53,3 +53,24 @@ def test_corrupted_checkpoint_is_a_clear_error(tmp_path):
     weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
     with pytest.raises(ValueError, match="could not load checkpoint"):
         jacobi_min.load(broken)
+
+
+def test_shipped_tokenizer_is_the_training_tokenizer(base):
+    """Rebuilding the tokenizer from the training split gives the shipped one, id for id."""
+    from jacobi_min import tiny
+    _, tokenizer = base
+    cfg = tiny.BaseConfig()
+    train = task.problems("train", cfg.train_problems, seed=cfg.seed)
+    rebuilt = tiny.build_tokenizer([p.prompt + p.completion for p in train], cfg.vocab_size)
+    for p in task.problems("test", 100):
+        ids = tiny.encode(tokenizer, p)
+        assert ids == tiny.encode(rebuilt, p)
+        assert tokenizer.decode(ids) == p.prompt + p.completion + tokenizer.eos_token
+    assert tokenizer(" 45 books")["input_ids"] == tokenizer(" 45")["input_ids"] + tokenizer(" books")["input_ids"]
+    assert len(tokenizer(" 45")["input_ids"]) == 1  # numbers stay whole (AutoTokenizer's Qwen2Tokenizer would split them)
+
+
+def test_auto_model_loads_the_embedded_checkpoint():
+    from transformers import AutoModelForCausalLM
+    model = AutoModelForCausalLM.from_pretrained(CHECKPOINTS / "base")
+    assert model.config.model_type == "qwen2"
