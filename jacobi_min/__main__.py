@@ -108,7 +108,9 @@ def main(argv=None):
             print()
         return
     model, tokenizer = load(args.model, args.device, dtype_of(args))
-    if args.command == "collect":
+    if args.command == "eval":
+        print(evaluate(model, tokenizer, task.problems("test", args.problems), args.block_size))
+    elif args.command == "collect":
         ids = pipeline.prompts(tokenizer, args.prompts, seed=0)
         trajectories.save(args.out, trajectories.collect(model, ids, args.block_size, args.max_new_tokens))
     elif args.command == "train":

@@ -142,5 +142,5 @@ def save_checkpoint(model, tokenizer, out_dir: Path, cfg: TrainConfig, log: list
     model.to(torch.float16).save_pretrained(out_dir)
     model.to(dtype)
     tokenizer.save_pretrained(out_dir)
-    (out_dir / "train_config.json").write_text(json.dumps({"config": asdict(cfg), **(extra or {})}, indent=2))
+    (out_dir / "train_config.json").write_text(json.dumps({"config": asdict(cfg), **(extra or {})}, indent=2, default=str))
     (out_dir / "train_log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in log))
