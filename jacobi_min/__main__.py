@@ -78,6 +78,10 @@ def build_parser() -> argparse.ArgumentParser:
     device_args(p)
     p.add_argument("--out", type=Path, default=bench.RESULTS / "benchmark.json")
 
+    p = commands.add_parser("sweep", help="multi-block + recycling over (n, K, r, pool) on one model: TPF, speedup (~3 min)")
+    p.add_argument("--model", default="jacobi-forcing")
+    p.add_argument("--problems", type=int, default=bench.SweepConfig.problems)
+
     commands.add_parser("figures", help="rebuild every PNG in figures/ from the results files (seconds)")
     parser.epilog = "arguments of every command:\n" + "".join(
         "  " + sub.format_usage().replace("usage: ", "") for sub in commands.choices.values())
@@ -94,6 +98,10 @@ def main(argv=None):
         cfg = bench.BenchConfig(problems=args.problems, block_sizes=args.block_sizes, device=args.device,
                                 dtype=str(dtype_of(args)).removeprefix("torch."))
         print(bench.format_table(bench.run(cfg, args.out)))
+        return
+    if args.command == "sweep":
+        for row in bench.sweep(bench.SweepConfig(model=args.model, problems=args.problems)):
+            print(row)
         return
     if args.command == "figures":
         print("\n".join(str(p) for p in figures.build()))

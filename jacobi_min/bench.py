@@ -212,3 +212,38 @@ def format_table(results: dict) -> str:
                      f"{r['speedup_median']:7.2f}x [{r['speedup_range'][0]:.2f}, {r['speedup_range'][1]:.2f}] "
                      f"{pred:>9s} {100 * r['accuracy']:7.1f}%")
     return "\n".join(lines)
+
+
+@dataclass
+class SweepConfig:
+    model: str = "jacobi-forcing"
+    problems: int = 50
+    block_sizes: list[int] = field(default_factory=lambda: [16, 32])
+    blocks: list[int] = field(default_factory=lambda: [1, 2, 3])
+    spawn_ratios: list[float] = field(default_factory=lambda: [0.5, 0.85])
+    pool_sizes: list[int] = field(default_factory=lambda: [0, 4])
+    max_new_tokens: int = 96
+
+
+def sweep(cfg: SweepConfig = SweepConfig(), out: Path | None = RESULTS / "multiblock_sweep.json") -> list[dict]:
+    """TPF and speedup over AR of multi-block + recycling for every (n, K, r, pool), on one model."""
+    model, tokenizer = load(cfg.model)
+    prompts = [tokenizer(p.prompt)["input_ids"] for p in task.problems("test", cfg.problems)]
+    grid = [(n, k, r, pool) for n in cfg.block_sizes for k in cfg.blocks for r in cfg.spawn_ratios
+            for pool in cfg.pool_sizes if k > 1 or r == cfg.spawn_ratios[0]]  # r is unused with one block
+    rows = []
+    for n, k, r, pool in tqdm(grid, desc="multi-block sweep"):
+        tokens = forwards = 0
+        ar_time = method_time = 0.0
+        for ids in prompts:
+            ar, t_ar = timed(greedy_decode, model, ids, cfg.max_new_tokens)
+            result, t = timed(lambda: multiblock_decode(model, ids, n, cfg.max_new_tokens, k, r, pool))
+            assert result.tokens == ar.tokens, "multi-block decoding diverged from greedy decoding"
+            tokens, forwards = tokens + sum(result.accepted), forwards + result.forwards
+            ar_time, method_time = ar_time + t_ar, method_time + t
+        rows.append({"block_size": n, "blocks": k, "spawn_ratio": r, "pool_size": pool,
+                     "tpf": tokens / forwards, "speedup": ar_time / method_time})
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps({"model": cfg.model, "problems": cfg.problems, "rows": rows}, indent=1))
+    return rows

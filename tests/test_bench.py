@@ -54,3 +54,11 @@ def test_figures_rebuild_from_results_only(tiny_results, tmp_path):
                      "acceptance_histogram.png", "cost_model.png", "noise_schedule_ablation.png", "training_curves.png"}
     for p in written:
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000
+
+
+def test_multiblock_sweep_tiny(tmp_path):
+    cfg = bench.SweepConfig(problems=2, block_sizes=[4], blocks=[1, 2], spawn_ratios=[0.85], pool_sizes=[0, 4])
+    rows = bench.sweep(cfg, tmp_path / "sweep.json")
+    assert [(r["blocks"], r["pool_size"]) for r in rows] == [(1, 0), (1, 4), (2, 0), (2, 4)]
+    assert all(r["tpf"] >= 1.0 and r["speedup"] > 0 for r in rows)
+    assert json.loads((tmp_path / "sweep.json").read_text())["rows"] == rows
