@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import torch
+from safetensors import SafetensorError
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast
 
 from . import qwen
@@ -58,7 +59,7 @@ def load(name_or_path: str | Path | None = None, device: str = "cpu", dtype: tor
     try:
         tokenizer = load_tokenizer(source)
         model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype)
-    except (OSError, ValueError, RuntimeError) as err:
+    except (OSError, ValueError, RuntimeError, SafetensorError) as err:
         raise ValueError(f"could not load checkpoint {source!r}: it is missing, corrupted or "
                          f"not reachable ({type(err).__name__}: {err})") from err
     return model.to(device).eval(), tokenizer

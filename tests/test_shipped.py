@@ -74,3 +74,16 @@ def test_auto_model_loads_the_embedded_checkpoint():
     from transformers import AutoModelForCausalLM
     model = AutoModelForCausalLM.from_pretrained(CHECKPOINTS / "base")
     assert model.config.model_type == "qwen2"
+
+
+@pytest.mark.parametrize("name", ["base", "jacobi-forcing"])
+def test_multiblock_on_shipped_models_matches_generate(name):
+    from jacobi_min import multiblock_decode
+    model, tokenizer = jacobi_min.load(name)
+    settings = [(4, 2, 0.5, 4), (8, 3, 0.85, 1), (16, 2, 0.85, 4), (16, 2, 0.5, 8), (32, 3, 1.0, 4), (64, 2, 0.85, 0)]
+    for prompt in held_out_prompts(tokenizer, 10):
+        reference = generate_greedy(model, prompt, 90)
+        for n, k, r, pool in settings:
+            result = multiblock_decode(model, prompt, n, 90, blocks=k, spawn_ratio=r, pool_size=pool)
+            assert result.tokens == reference
+            assert all(a >= 1 for a in result.accepted)
