@@ -61,7 +61,7 @@ def jacobi_forcing(cfg: PipelineConfig, work: Path) -> dict:
     times["train_round2"] = time.time() - start - sum(times.values())
     log = log1 + [{**row, "step": row["step"] + cfg.round1.steps, "round": 2} for row in log2]
     save_checkpoint(model, tokenizer, cfg.out / "jacobi-forcing", cfg.round2, log,
-                    extra={"pipeline": asdict(cfg), "seconds": {k: round(v) for k, v in times.items()}})
+                    extra={"pipeline": {k: v for k, v in asdict(cfg).items() if k != "out"}, "seconds": {k: round(v) for k, v in times.items()}})
     return times
 
 
