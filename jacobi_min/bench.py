@@ -39,7 +39,7 @@ class BenchConfig:
     chunks: int = 5
     max_new_tokens: int = 96
     prompt_lookup_tokens: int = 10
-    multiblock: dict = field(default_factory=lambda: {"blocks": 2, "spawn_ratio": 0.85, "pool_size": 4})
+    multiblock: dict = field(default_factory=lambda: {"blocks": 2, "spawn_ratio": 0.25, "pool_size": 4})  # best of the sweep
     cost_ks: list[int] = field(default_factory=lambda: list(range(1, 129)))
     device: str = "cpu"
     dtype: str = "float32"
@@ -218,9 +218,9 @@ def format_table(results: dict) -> str:
 class SweepConfig:
     model: str = "jacobi-forcing"
     problems: int = 50
-    block_sizes: list[int] = field(default_factory=lambda: [16, 32])
+    block_sizes: list[int] = field(default_factory=lambda: [8, 16, 32])
     blocks: list[int] = field(default_factory=lambda: [1, 2, 3])
-    spawn_ratios: list[float] = field(default_factory=lambda: [0.5, 0.85])
+    spawn_ratios: list[float] = field(default_factory=lambda: [0.25, 0.5, 0.85])
     pool_sizes: list[int] = field(default_factory=lambda: [0, 4])
     max_new_tokens: int = 96
 
