@@ -23,6 +23,7 @@ from pathlib import Path
 import torch
 import transformers
 from tqdm import tqdm
+from transformers import DynamicCache
 
 from . import task
 from .jacobi import DecodeResult, greedy_decode, jacobi_decode
@@ -117,7 +118,6 @@ def prefill_time(model, ids: list[int]) -> float:
 @torch.inference_mode()
 def cost_model(model, ks: list[int], context: int = 64, repeats: int = 5) -> list[float]:
     """L(k) in seconds: median latency of one forward of k tokens after `context` cached tokens."""
-    from transformers import DynamicCache
     ids = torch.arange(context, device=model.device)[None] % model.config.vocab_size
     latencies = []
     for k in tqdm(ks, desc="cost model L(k)"):

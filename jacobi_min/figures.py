@@ -15,6 +15,12 @@ FIGURES = Path(__file__).parent.parent / "figures"
 JACOBI_METHODS = ["Jacobi (base)", "CLLM-style", "Jacobi Forcing", "Jacobi Forcing + MR"]
 
 
+def save(fig, path: Path) -> None:
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def by_method(results: dict) -> dict[str, list[dict]]:
     rows = {}
     for r in results["methods"]:
@@ -36,9 +42,7 @@ def metric_vs_block(results: dict, key: str, ylabel: str, path: Path) -> None:
     ax.set_ylabel(ylabel)
     ax.legend(fontsize=8)
     ax.set_title(f"{ylabel} vs block size ({results['meta']['device']}, {results['meta']['dtype']})")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path)
 
 
 def accuracy_vs_speedup(results: dict, path: Path) -> None:
@@ -50,9 +54,7 @@ def accuracy_vs_speedup(results: dict, path: Path) -> None:
     ax.set_ylabel("accuracy on held-out problems (%)")
     ax.set_title("accuracy vs speedup, best block size per method")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path)
 
 
 def acceptance(results: dict, path: Path, block_size: int = 16) -> None:
@@ -63,9 +65,7 @@ def acceptance(results: dict, path: Path, block_size: int = 16) -> None:
             counts[r["method"]] = [int(k) for k, v in r["accepted_histogram"].items() for _ in range(v)]
     acceptance_histogram(ax, counts, max_count=block_size)
     ax.set_title(f"new tokens per forward at n = {block_size}")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path)
 
 
 def cost_model(results: dict, path: Path) -> None:
@@ -83,9 +83,7 @@ def cost_model(results: dict, path: Path) -> None:
     right.set_xlabel("predicted speedup  TPF·L(1)/L(n_eff)")
     right.set_ylabel("measured speedup")
     right.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path)
 
 
 def ablation(data: dict, path: Path) -> None:
@@ -94,9 +92,7 @@ def ablation(data: dict, path: Path) -> None:
     ax.bar(kinds, [data["schedules"][k]["iterations_per_token"] for k in kinds], color="#5b8def")
     ax.set_ylabel("iterations per token (lower is better)")
     ax.set_title(f"noise schedule ablation ({data['steps']} steps, n = {data['block_size']})")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path)
 
 
 def training_curves(logs: dict[str, list[dict]], path: Path) -> None:
@@ -113,9 +109,7 @@ def training_curves(logs: dict[str, list[dict]], path: Path) -> None:
     for ax in (loss, tpf, accuracy):
         ax.set_xlabel("step")
         ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path)
 
 
 def read_log(path: Path) -> list[dict]:
