@@ -86,9 +86,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("exactness", help="Jacobi vs generate on real GSM8K + HumanEval prompts (needs requirements-qwen.txt)")
     model_args(p, default="qwen2.5-coder-0.5b-instruct")
     p.add_argument("--prompts", type=int, default=20, help="half GSM8K, half HumanEval")
-    p.add_argument("--block-sizes", type=int, nargs="+", default=[4, 16, 64])
+    p.add_argument("--block-sizes", type=int, nargs="+", default=[4, 16, 64], help="greedy Jacobi")
+    p.add_argument("--multiblock-sizes", type=int, nargs="*", default=[4, 16],
+                   help="multi-block decoding (K = 2, r = 0.25, pool 4)")
+    p.add_argument("--recycling-sizes", type=int, nargs="*", default=[], help="rejection recycling alone (pool 4)")
+    p.add_argument("--prompt-lookup", type=int, default=10, help="prompt-lookup draft length (0: skip)")
     p.add_argument("--max-new-tokens", type=int, default=128)
     p.add_argument("--out", type=Path, required=True, help="JSON report")
+
+    p = commands.add_parser("cost-model", help="L(k): latency of one forward of k new tokens on a cached context")
+    model_args(p, default="qwen2.5-coder-0.5b-instruct")
+    p.add_argument("--ks", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32, 64, 128])
+    p.add_argument("--context", type=int, default=256, help="tokens already in the KV cache")
+    p.add_argument("--out", type=Path, required=True, help="JSON file")
 
     commands.add_parser("figures", help="rebuild every PNG in figures/ from the results files (seconds)")
     parser.epilog = "arguments of every command:\n" + "".join(
@@ -129,10 +139,18 @@ def main(argv=None):
     elif args.command == "exactness":
         from . import exactness, realtasks
         ids = realtasks.prompts(tokenizer, args.prompts // 2, args.prompts - args.prompts // 2)
-        report = exactness.exactness(model, tokenizer, ids, args.block_sizes, args.max_new_tokens)
-        report["meta"] = {"model": args.model, "dtype": str(model.dtype), "max_new_tokens": args.max_new_tokens}
+        report = exactness.exactness(model, tokenizer, ids, args.block_sizes, args.max_new_tokens,
+                                     args.multiblock_sizes, args.recycling_sizes, lookup_tokens=args.prompt_lookup)
+        report["meta"] = {"model": args.model, "dtype": str(model.dtype), "max_new_tokens": args.max_new_tokens,
+                          "threads": torch.get_num_threads()}
         args.out.write_text(json.dumps(report, indent=1))
-        print({n: f"{row['exact']}/{row['total']} exact" for n, row in report["blocks"].items()})
+        print({name: f"{row['exact']}/{row['total']} exact" for name, row in report["methods"].items()})
+    elif args.command == "cost-model":
+        latency = bench.cost_model(model, args.ks, context=args.context)
+        costs = {"k": args.ks, "latency_s": latency, "context": args.context,
+                 "meta": {"model": args.model, "dtype": str(model.dtype), "threads": torch.get_num_threads()}}
+        args.out.write_text(json.dumps(costs, indent=1))
+        print({k: f"L(k)/L(1) = {t / latency[0]:.2f}" for k, t in zip(args.ks, latency)})
     elif args.command == "collect":
         ids = pipeline.prompts(tokenizer, args.prompts, seed=0)
         trajectories.save(args.out, trajectories.collect(model, ids, args.block_size, args.max_new_tokens))

@@ -11,6 +11,7 @@ import torch
 from . import task
 from .bench import timed
 from .jacobi import BlockTrajectory, greedy_decode, jacobi_decode
+from .train import is_correct, prompt_ids
 
 
 def trajectory_lines(block: BlockTrajectory, tokenizer, width: int = 110) -> list[str]:
@@ -31,15 +32,14 @@ def run(model, tokenizer, name: str, problems: int = 6, block_size: int = 16, ma
     tokens = forwards = same = 0
     first = None
     for p in task.problems("test", problems):
-        ids = tokenizer(p.prompt)["input_ids"]
+        ids = prompt_ids(tokenizer, p)
         ar, t_ar = timed(lambda: greedy_decode(model, ids, max_new_tokens))
         jac, t_jac = timed(lambda: jacobi_decode(model, ids, block_size, max_new_tokens))
         ar_time, jacobi_time = ar_time + t_ar, jacobi_time + t_jac
         tokens, forwards = tokens + sum(jac.accepted), forwards + jac.forwards
         same += jac.tokens == ar.tokens
         first = first or jacobi_decode(model, ids, block_size, max_new_tokens, record=True)
-        answer = task.extract_answer(tokenizer.decode(jac.tokens))
-        print(f"  identical={jac.tokens == ar.tokens}  answer {answer} (expected {p.answer})  "
+        print(f"  identical={jac.tokens == ar.tokens}  correct={is_correct(tokenizer, jac.tokens, p)} (answer {p.answer})  "
               f"tokens {len(jac.tokens):3d}  forwards AR {ar.forwards:3d} / Jacobi {jac.forwards:3d}  TPF {jac.tpf:.2f}")
     print(f"\nidentical outputs: {same}/{problems}   TPF {tokens / forwards:.2f}   "
           f"wall-clock speedup over AR {ar_time / jacobi_time:.2f}x")

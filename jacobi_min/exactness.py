@@ -1,18 +1,31 @@
-"""Measure losslessness on real prompts: Jacobi decoding vs `model.generate(do_sample=False)`.
+"""Measure losslessness on real prompts: every parallel decoder vs `model.generate(do_sample=False)`.
 
 For each prompt the reference is transformers' greedy generate (explicit
-all-ones attention mask, the model's own EOS ids), run once; then greedy
-Jacobi decoding at each block size n must give the same tokens. In exact
-arithmetic it always does. In float32 on CPU it does in practice; in
-bf16/fp16 a forward of n tokens and n forwards of one token can round
-differently, a near-tie can flip an argmax, and the two outputs part ways
-from that position on. `first_divergence` records where (None: identical).
+all-ones attention mask, the model's own EOS ids), run once and timed; then
+each method decodes the same prompt and must give the same tokens:
 
-Usage (fp32 acceptance: >= 20 prompts, n in 4/16/64, 128 tokens):
+- "jacobi n=N": greedy Jacobi decoding with block size N;
+- "multiblock n=N": multi-block decoding with rejection recycling (K blocks,
+  spawn ratio r, recycling pool as given);
+- "recycling n=N": rejection recycling alone (one block, the same pool);
+- "prompt lookup": transformers' prompt-lookup decoding (`generate` with
+  `prompt_lookup_num_tokens`), the n-gram drafting baseline.
+
+In exact arithmetic all of them always agree. In float32 on CPU they do in
+practice; in bf16/fp16 a forward of n tokens and n forwards of one token can
+round differently, a near-tie can flip an argmax, and the two outputs part
+ways from that position on. `first_divergence` records where (None: identical).
+
+Every method runs right after the reference on the same prompt, so the ratio
+reference_seconds / seconds is a like-for-like wall-clock speedup (prefill
+included on both sides).
+
+Usage (the fp32 acceptance run: 20 prompts, 128 tokens):
 
     model, tok = jacobi_min.load("qwen2.5-coder-0.5b-instruct")
-    report = exactness(model, tok, realtasks.prompts(tok, 10, 10), [4, 16, 64], 128)
-    report["blocks"][16]["exact"], report["blocks"][16]["total"]
+    report = exactness(model, tok, realtasks.prompts(tok, 10, 10), [4, 16, 64], 128,
+                       multiblock_sizes=[4, 16])
+    report["methods"]["jacobi n=16"]["exact"], report["methods"]["jacobi n=16"]["total"]
 
 Load with `dtype=torch.bfloat16` to measure bf16 divergence the same way
 (the reference generate then runs in bf16 too).
@@ -20,9 +33,14 @@ Load with `dtype=torch.bfloat16` to measure bf16 divergence the same way
 import time
 
 import torch
+from tqdm import tqdm
 
+from .bench import ForwardCounter, generate_result
 from .jacobi import jacobi_decode
+from .multiblock import multiblock_decode
 from .realtasks import chat_ids
+
+MULTIBLOCK = {"blocks": 2, "spawn_ratio": 0.25, "pool_size": 4}  # the sweep's best on the tiny model
 
 
 def first_divergence(a: list[int], b: list[int]) -> int | None:
@@ -41,25 +59,43 @@ def reference(model, ids: list[int], max_new_tokens: int) -> list[int]:
     return out[0, len(ids):].tolist()
 
 
-def exactness(model, tokenizer, prompts, block_sizes, max_new_tokens: int, seed: int = 0) -> dict:
-    """{"blocks": {n: row}, "reference_seconds": generate's time per prompt}, where row holds
+def methods(model, block_sizes, multiblock_sizes, recycling_sizes, multiblock: dict, lookup_tokens: int | None,
+            seed: int) -> dict:
+    """name -> decode(ids, max_new_tokens) -> DecodeResult, for every method measured."""
+    recycling = multiblock | {"blocks": 1}
+    runs = {f"jacobi n={n}": lambda ids, m, n=n: jacobi_decode(model, ids, n, m, seed=seed) for n in block_sizes}
+    runs |= {f"multiblock n={n}": lambda ids, m, n=n: multiblock_decode(model, ids, n, m, seed=seed, **multiblock)
+             for n in multiblock_sizes}
+    runs |= {f"recycling n={n}": lambda ids, m, n=n: multiblock_decode(model, ids, n, m, seed=seed, **recycling)
+             for n in recycling_sizes}
+    if lookup_tokens:
+        counter = ForwardCounter(model)
+        runs["prompt lookup"] = lambda ids, m: generate_result(model, counter, ids, m,
+                                                               prompt_lookup_num_tokens=lookup_tokens)
+    return runs
+
+
+def exactness(model, tokenizer, prompts, block_sizes, max_new_tokens: int, multiblock_sizes=(), recycling_sizes=(),
+              multiblock: dict = MULTIBLOCK, lookup_tokens: int | None = None, seed: int = 0) -> dict:
+    """{"methods": {name: row}, "reference_seconds": generate's time per prompt}, where row holds
     "exact" (count of prompts with identical output), "total", and per prompt "first_divergence",
-    "tpf" and "seconds" (Jacobi decoding time, prefill included).
+    "tpf" and "seconds" (decoding time, prefill included).
 
     `prompts` are token-id lists, or strings sent as the user's message in the chat template.
     """
     prompts = [chat_ids(tokenizer, p) if isinstance(p, str) else list(p) for p in prompts]
-    blocks = {n: {"exact": 0, "total": len(prompts), "first_divergence": [], "tpf": [], "seconds": []}
-              for n in block_sizes}
-    report = {"blocks": blocks, "reference_seconds": []}
-    for ids in prompts:
+    runs = methods(model, block_sizes, multiblock_sizes, recycling_sizes, multiblock, lookup_tokens, seed)
+    rows = {name: {"exact": 0, "total": len(prompts), "first_divergence": [], "tpf": [], "seconds": []}
+            for name in runs}
+    report = {"methods": rows, "reference_seconds": []}
+    for ids in tqdm(prompts, desc="exactness"):
         start = time.perf_counter()
         expected = reference(model, ids, max_new_tokens)
         report["reference_seconds"].append(time.perf_counter() - start)
-        for n in block_sizes:
+        for name, run in runs.items():
             start = time.perf_counter()
-            result = jacobi_decode(model, ids, block_size=n, max_new_tokens=max_new_tokens, seed=seed)
-            row = blocks[n]
+            result = run(ids, max_new_tokens)
+            row = rows[name]
             row["seconds"].append(time.perf_counter() - start)
             row["first_divergence"].append(first_divergence(result.tokens, expected))
             row["exact"] += result.tokens == expected

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from . import task, trajectories
 from .model import CHECKPOINTS, load
-from .train import TrainConfig, evaluate, save_checkpoint, train
+from .train import TrainConfig, evaluate, prompt_ids, save_checkpoint, train
 
 RESULTS = Path(__file__).parent.parent / "figures" / "results"
 
@@ -37,7 +37,7 @@ class PipelineConfig:
 
 
 def prompts(tokenizer, count: int, seed: int) -> list[list[int]]:
-    return [tokenizer(p.prompt)["input_ids"] for p in task.problems("train", count, seed=seed)]
+    return [prompt_ids(tokenizer, p) for p in task.problems("train", count, seed=seed)]
 
 
 def collect(model, tokenizer, cfg: PipelineConfig, block_size: int, desc: str) -> list[dict]:

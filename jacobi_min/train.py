@@ -28,7 +28,7 @@ import torch
 import torch.distributed as dist
 from tqdm import tqdm
 
-from . import task
+from . import realtasks, task
 from .jacobi import eos_ids, jacobi_decode
 from .losses import jacobi_forcing_loss
 from .packing import collate, pack
@@ -75,14 +75,30 @@ def repetition(tokens: list[int]) -> float:
     return sum(a == b for a, b in zip(tokens, tokens[1:])) / max(1, len(tokens) - 1)
 
 
+def prompt_ids(tokenizer, problem: task.Problem) -> list[int]:
+    """The embedded models' `Question: … Answer:` prompt; for a chat model (a tokenizer with a chat
+    template), the question as the user's message with the GSM8K instruction (boxed answer)."""
+    if tokenizer.chat_template:
+        return realtasks.chat_ids(tokenizer, f"{problem.question}\n{realtasks.GSM8K_INSTRUCTION}")
+    return tokenizer(problem.prompt)["input_ids"]
+
+
+def is_correct(tokenizer, tokens: list[int], problem: task.Problem) -> bool:
+    """`#### answer` for the embedded models; a chat model's final (boxed) number."""
+    text = tokenizer.decode(tokens, skip_special_tokens=True)
+    if tokenizer.chat_template:
+        return realtasks.gsm8k_correct(text, f"#### {problem.answer}")
+    return task.is_correct(text, problem.answer)
+
+
 @torch.no_grad()
 def evaluate(model, tokenizer, problems: list[task.Problem], block_size: int, max_new_tokens: int = 96) -> dict:
     """Held-out accuracy, TPF of greedy Jacobi at `block_size`, and repetition."""
     model.eval()
     correct, tokens, forwards, rep = 0, 0, 0, 0.0
     for p in tqdm(problems, desc="evaluate", leave=False):
-        result = jacobi_decode(model, tokenizer(p.prompt)["input_ids"], block_size, max_new_tokens)
-        correct += task.is_correct(tokenizer.decode(result.tokens), p.answer)
+        result = jacobi_decode(model, prompt_ids(tokenizer, p), block_size, max_new_tokens)
+        correct += is_correct(tokenizer, result.tokens, p)
         tokens, forwards = tokens + sum(result.accepted), forwards + result.forwards
         rep += repetition(result.tokens)
     model.train()

@@ -40,6 +40,12 @@ def test_figures_rebuild_from_results_only(tiny_results, tmp_path):
                 "schedules": {k: {"iterations_per_token": v} for k, v in
                               [("progressive", 0.4), ("random", 0.45), ("reverse", 0.5)]}}
     (tiny_results.parent / "ablation.json").write_text(json.dumps(ablation))
+    row = {"exact": 2, "total": 2, "first_divergence": [None, None], "tpf": [1.02, 1.06], "seconds": [3.0, 4.0]}
+    report = {"methods": {"jacobi n=4": row, "prompt lookup": row}, "reference_seconds": [2.0, 3.0],
+              "meta": {"model": "qwen", "dtype": "torch.float32", "max_new_tokens": 8}}
+    (tiny_results.parent / "qwen_exactness_float32.json").write_text(json.dumps(report))
+    costs = {"k": [1, 2, 4], "latency_s": [0.1, 0.12, 0.2], "context": 8}
+    (tiny_results.parent / "qwen_cost_model_float32.json").write_text(json.dumps(costs))
     logs = tmp_path / "checkpoints"
     for name in ("jacobi-forcing", "cllm"):
         (logs / name).mkdir(parents=True)
@@ -51,7 +57,8 @@ def test_figures_rebuild_from_results_only(tiny_results, tmp_path):
     written = figures.build(tiny_results.parent, out, logs)
     names = {p.name for p in written}
     assert names == {"speedup_vs_block_size.png", "tpf_vs_block_size.png", "accuracy_vs_speedup.png",
-                     "acceptance_histogram.png", "cost_model.png", "noise_schedule_ablation.png", "training_curves.png"}
+                     "acceptance_histogram.png", "cost_model.png", "noise_schedule_ablation.png", "training_curves.png",
+                     "real_qwen.png"}
     for p in written:
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000
 
@@ -62,3 +69,12 @@ def test_multiblock_sweep_tiny(tmp_path):
     assert [(r["blocks"], r["pool_size"]) for r in rows] == [(1, 0), (1, 4), (2, 0), (2, 4)]
     assert all(r["tpf"] >= 1.0 and r["speedup"] > 0 for r in rows)
     assert json.loads((tmp_path / "sweep.json").read_text())["rows"] == rows
+
+
+def test_cost_model_command(tmp_path):
+    from jacobi_min.__main__ import main
+    out = tmp_path / "costs.json"
+    main(["cost-model", "--model", "base", "--ks", "1", "2", "8", "--context", "4", "--out", str(out)])
+    costs = json.loads(out.read_text())
+    assert costs["k"] == [1, 2, 8] and costs["context"] == 4 and costs["meta"]["model"] == "base"
+    assert len(costs["latency_s"]) == 3 and all(t > 0 for t in costs["latency_s"])

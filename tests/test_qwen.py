@@ -108,9 +108,26 @@ def test_stops_at_eos_where_generate_stops(qwen_model):
 
 def test_exactness_report(qwen_model):
     model, tokenizer = qwen_model
-    report = exactness(model, tokenizer, ["Name a prime number."], block_sizes=[4], max_new_tokens=8)
-    assert report["blocks"][4]["exact"] == report["blocks"][4]["total"] == 1
-    assert report["blocks"][4]["first_divergence"] == [None] and len(report["reference_seconds"]) == 1
+    report = exactness(model, tokenizer, ["Name a prime number."], block_sizes=[4], max_new_tokens=8,
+                       multiblock_sizes=[4], recycling_sizes=[4], lookup_tokens=3)
+    assert list(report["methods"]) == ["jacobi n=4", "multiblock n=4", "recycling n=4", "prompt lookup"]
+    for row in report["methods"].values():
+        assert row["exact"] == row["total"] == 1 and row["first_divergence"] == [None]
+    assert len(report["reference_seconds"]) == 1
+
+
+def test_training_prompts_use_the_chat_template(qwen_model):
+    """A chat model is trained and scored on the task's questions in its own chat format."""
+    from jacobi_min import task
+    from jacobi_min.train import is_correct, prompt_ids
+    _, tokenizer = qwen_model
+    problem = task.problems("train", 1)[0]
+    text = tokenizer.decode(prompt_ids(tokenizer, problem))
+    assert problem.question in text and "Answer:" not in text
+    assert text.endswith("<|im_start|>assistant\n")
+    right = tokenizer(f"So the answer is \\boxed{{{problem.answer}}}.<|im_end|>")["input_ids"]
+    wrong = tokenizer(f"So the answer is \\boxed{{{problem.answer + 1}}}.")["input_ids"]
+    assert is_correct(tokenizer, right, problem) and not is_correct(tokenizer, wrong, problem)
 
 
 def test_first_divergence():
