@@ -71,6 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--base", default="base", help="model to start from (embedded name, directory, alias or hub id)")
     p.add_argument("--device", default="cpu", help="cpu or cuda")
     p.add_argument("--out", type=Path, default=CHECKPOINTS, help="checkpoints go to OUT/jacobi-forcing and OUT/cllm")
+    p.add_argument("--train-prompts", type=int, default=pipeline.PipelineConfig.train_prompts,
+                   help="training prompts whose trajectories are collected in each round")
     p.add_argument("--stage", default="all", choices=pipeline.STAGES,
                    help="run one stage only; 'baselines' (CLLM + ablation) needs round 1's trajectories in --work")
     p = commands.add_parser("bench", help="every method on held-out problems: TPF, speedup, accuracy, cost model (~6 min)")
@@ -125,7 +127,7 @@ def main(argv=None):
         print("\n".join(str(p) for p in figures.build()))
         return
     if args.command == "pipeline":
-        cfg = pipeline.PipelineConfig(base=args.base, device=args.device, out=args.out)
+        cfg = pipeline.PipelineConfig(base=args.base, device=args.device, out=args.out, train_prompts=args.train_prompts)
         print(pipeline.run(cfg, args.work, args.stage))
         return
     if args.command == "demo":

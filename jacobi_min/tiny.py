@@ -2,8 +2,9 @@
 
 Three pieces, each rebuilt by `python -m jacobi_min train-base`:
 
-1. a byte-level BPE tokenizer trained on the training split (Hugging Face
-   format, `<|endoftext|>` = EOS, `<|pad|>` = PAD);
+1. a byte-level BPE tokenizer trained on the training split with Qwen2's own
+   normalizer and pre-tokenizer (numbers split into single digits), saved as a
+   `Qwen2Tokenizer` (`<|endoftext|>` = EOS, `<|pad|>` = PAD);
 2. a `Qwen2ForCausalLM` from a small `Qwen2Config` (grouped-query attention,
    tied embeddings, a few million parameters);
 3. plain next-token training on `prompt + " " + solution + EOS`:
@@ -19,9 +20,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 from tqdm import tqdm
-from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+from transformers import Qwen2Config, Qwen2ForCausalLM, Qwen2Tokenizer
 
 from . import task
 
@@ -38,7 +39,7 @@ class BaseConfig:
     kv_heads: int = 2
     context: int = 512
     train_problems: int = 60000
-    steps: int = 2400
+    steps: int = 1600
     batch_size: int = 48
     lr: float = 2e-3
     warmup: int = 100
@@ -46,15 +47,22 @@ class BaseConfig:
     seed: int = 0
 
 
-def build_tokenizer(texts: list[str], vocab_size: int) -> PreTrainedTokenizerFast:
-    """Byte-level BPE with EOS and PAD, loadable by `AutoTokenizer.from_pretrained`."""
+def build_tokenizer(texts: list[str], vocab_size: int) -> Qwen2Tokenizer:
+    """Byte-level BPE with EOS and PAD, trained with Qwen2's normalizer and pre-tokenizer.
+
+    `AutoTokenizer` loads the tokenizer of every `qwen2` checkpoint as
+    `Qwen2Tokenizer`, which rebuilds the pipeline from the vocabulary and
+    merges alone; training with that same pipeline makes the ids identical.
+    """
+    qwen_pipeline = Qwen2Tokenizer().backend_tokenizer
     bpe = Tokenizer(models.BPE())
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    bpe.decoder = decoders.ByteLevel()
+    bpe.normalizer, bpe.pre_tokenizer = qwen_pipeline.normalizer, qwen_pipeline.pre_tokenizer
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=[EOS, PAD],
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     bpe.train_from_iterator(texts, trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token=EOS, pad_token=PAD)
+    learned = json.loads(bpe.to_str())["model"]
+    return Qwen2Tokenizer(vocab=learned["vocab"], merges=[tuple(m) for m in learned["merges"]],
+                          eos_token=EOS, pad_token=PAD)
 
 
 def build_model(cfg: BaseConfig, tokenizer) -> Qwen2ForCausalLM:

@@ -66,8 +66,21 @@ def test_shipped_tokenizer_is_the_training_tokenizer(base):
         ids = tiny.encode(tokenizer, p)
         assert ids == tiny.encode(rebuilt, p)
         assert tokenizer.decode(ids) == p.prompt + p.completion + tokenizer.eos_token
-    assert tokenizer(" 45 books")["input_ids"] == tokenizer(" 45")["input_ids"] + tokenizer(" books")["input_ids"]
-    assert len(tokenizer(" 45")["input_ids"]) == 1  # numbers stay whole (AutoTokenizer's Qwen2Tokenizer would split them)
+
+
+@pytest.mark.parametrize("name", ["base", "jacobi-forcing", "cllm"])
+def test_auto_tokenizer_reads_the_tokenizer_file_exactly(name):
+    """AutoTokenizer (a Qwen2Tokenizer for every qwen2 checkpoint) gives tokenizer.json's own ids."""
+    from tokenizers import Tokenizer
+    from transformers import AutoTokenizer
+    auto = AutoTokenizer.from_pretrained(CHECKPOINTS / name)
+    raw = Tokenizer.from_file(str(CHECKPOINTS / name / "tokenizer.json"))
+    assert type(auto).__name__ == "Qwen2Tokenizer"
+    assert (auto.eos_token, auto.pad_token) == ("<|endoftext|>", "<|pad|>")
+    for p in task.problems("test", 200):
+        for text in (p.prompt, p.completion):
+            assert auto(text)["input_ids"] == raw.encode(text).ids
+    assert auto(" 45")["input_ids"] == raw.encode(" 45").ids and len(raw.encode(" 45").ids) == 3  # " ", "4", "5"
 
 
 def test_auto_model_loads_the_embedded_checkpoint():
