@@ -32,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m jacobi_min", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 
-    p = commands.add_parser("demo", help="AR vs Jacobi on held-out problems: identical output, TPF, speedup (~10 s)")
+    p = commands.add_parser("demo", help="AR vs Jacobi on held-out problems: identical output, TPF, speedup (~15 s)")
     p.add_argument("--models", nargs="+", default=["base", "jacobi-forcing"], help="embedded names, directories or hub ids")
     device_args(p)
     p.add_argument("--problems", type=int, default=6)
@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--problems", type=int, default=500)
     p.add_argument("--block-size", type=int, default=16)
 
-    p = commands.add_parser("pipeline", help="progressive Jacobi Forcing (2 rounds) + CLLM baseline + schedule ablation (~20 min)")
+    p = commands.add_parser("pipeline", help="progressive Jacobi Forcing (2 rounds) + CLLM baseline + schedule ablation (~35 min)")
     p.add_argument("--work", type=Path, default=Path("runs"), help="where trajectories are written")
     p.add_argument("--base", default="base", help="model to start from (embedded name, directory, alias or hub id)")
     p.add_argument("--device", default="cpu", help="cpu or cuda")
@@ -75,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="training prompts whose trajectories are collected in each round")
     p.add_argument("--stage", default="all", choices=pipeline.STAGES,
                    help="run one stage only; 'baselines' (CLLM + ablation) needs round 1's trajectories in --work")
-    p = commands.add_parser("bench", help="every method on held-out problems: TPF, speedup, accuracy, cost model (~6 min)")
+    p = commands.add_parser("bench", help="every method on held-out problems: TPF, speedup, accuracy, cost model (~10 min)")
     p.add_argument("--problems", type=int, default=bench.BenchConfig.problems)
     p.add_argument("--block-sizes", type=int, nargs="+", default=[8, 16, 32, 64])
     device_args(p)

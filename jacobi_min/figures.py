@@ -2,8 +2,8 @@
 
 Inputs: `figures/results/benchmark.json` (bench), `figures/results/ablation.json`
 (pipeline), the `train_log.jsonl` of each trained checkpoint, and for the real
-Qwen `qwen_exactness_float32.json` (exactness) with `qwen_cost_model_float32.json`
-(cost-model).
+Qwen `qwen_exactness_float32.json` (exactness; `_extra.json`: more methods on
+fewer prompts) with `qwen_cost_model_float32.json` (cost-model).
 """
 import json
 from pathlib import Path
@@ -14,7 +14,7 @@ from .model import CHECKPOINTS
 from .plots import acceptance_histogram
 
 FIGURES = Path(__file__).parent.parent / "figures"
-JACOBI_METHODS = ["Jacobi (base)", "CLLM-style", "Jacobi Forcing", "Jacobi Forcing + MR"]
+JACOBI_METHODS = ["Jacobi (base)", "CLLM-style", "CLLM-style + MR", "Jacobi Forcing", "Jacobi Forcing + MR"]
 
 
 def save(fig, path: Path) -> None:
@@ -114,23 +114,31 @@ def training_curves(logs: dict[str, list[dict]], path: Path) -> None:
     save(fig, path)
 
 
-def real_model(report: dict, costs: dict, tiny_costs: dict | None, path: Path) -> None:
-    """TPF and wall-clock speedup over `generate` per method on real prompts, and L(k)/L(1)."""
-    fig, (tpf, speed, cost) = plt.subplots(1, 3, figsize=(15, 4))
-    names = list(report["methods"])
-    rows = [report["methods"][n] for n in names]
-    tpf.bar(names, [sum(r["tpf"]) / len(r["tpf"]) for r in rows], color="#5b8def")
+def real_model(reports: list[dict], costs: dict, tiny_costs: dict | None, path: Path) -> None:
+    """TPF and wall-clock speedup over `generate` per method on real prompts, and L(k)/L(1).
+
+    Each report's speedups are against its own `generate` runs (same prompts, same process).
+    """
+    fig, (tpf, speed, cost) = plt.subplots(1, 3, figsize=(16, 4.5))
+    names, tpfs, speedups = [], [], []
+    for report in reports:
+        prompts = len(report["reference_seconds"])
+        for name, row in report["methods"].items():
+            names.append(name if report is reports[0] else f"{name} ({prompts} prompts)")
+            tpfs.append(sum(row["tpf"]) / len(row["tpf"]))
+            speedups.append(sum(report["reference_seconds"]) / sum(row["seconds"]))
+    tpf.bar(names, tpfs, color="#5b8def")
     tpf.axhline(1.0, ls="--", lw=1, color="grey")
     tpf.set_ylabel("tokens per forward (mean over prompts)")
-    reference = sum(report["reference_seconds"])
-    speed.bar(names, [reference / sum(r["seconds"]) for r in rows], color="#e07b39")
+    speed.bar(names, speedups, color="#e07b39")
     speed.axhline(1.0, ls="--", lw=1, color="grey", label="AR generate")
     speed.set_ylabel("wall-clock speedup over generate")
     speed.legend(fontsize=8)
+    meta = reports[0]["meta"]
     for ax in (tpf, speed):
-        ax.tick_params(axis="x", rotation=30, labelsize=8)
-        ax.set_title(f"{report['meta']['model']}, {len(report['reference_seconds'])} real prompts, "
-                     f"{report['meta']['max_new_tokens']} tokens", fontsize=9)
+        ax.tick_params(axis="x", rotation=35, labelsize=8)
+        ax.set_title(f"{meta['model']}, {meta['dtype']}, {len(reports[0]['reference_seconds'])} real prompts, "
+                     f"{meta['max_new_tokens']} tokens", fontsize=9)
     for label, data in (("real Qwen", costs), ("tiny Qwen2", tiny_costs)):
         if data:
             cost.plot(data["k"], [t / data["latency_s"][0] for t in data["latency_s"]], marker=".", label=label)
@@ -163,10 +171,12 @@ def build(results_dir: Path = FIGURES / "results", out_dir: Path = FIGURES, chec
     if (results_dir / "ablation.json").exists():
         ablation(json.loads((results_dir / "ablation.json").read_text()), out_dir / "noise_schedule_ablation.png")
         written.append(out_dir / "noise_schedule_ablation.png")
-    report, costs = results_dir / "qwen_exactness_float32.json", results_dir / "qwen_cost_model_float32.json"
-    if report.exists() and costs.exists():
+    reports = [results_dir / f"qwen_exactness_float32{part}.json" for part in ("", "_extra")]
+    costs = results_dir / "qwen_cost_model_float32.json"
+    if reports[0].exists() and costs.exists():
         tiny_costs = json.loads(bench.read_text())["cost_model"] if bench.exists() else None
-        real_model(json.loads(report.read_text()), json.loads(costs.read_text()), tiny_costs, out_dir / "real_qwen.png")
+        real_model([json.loads(r.read_text()) for r in reports if r.exists()], json.loads(costs.read_text()),
+                   tiny_costs, out_dir / "real_qwen.png")
         written.append(out_dir / "real_qwen.png")
     logs = {name: read_log(checkpoints / name / "train_log.jsonl") for name in ("jacobi-forcing", "cllm")
             if (checkpoints / name / "train_log.jsonl").exists()}

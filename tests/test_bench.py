@@ -5,7 +5,8 @@ import pytest
 
 from jacobi_min import bench, figures
 
-METHODS = {"AR", "AR generate", "prompt lookup", "Jacobi (base)", "CLLM-style", "Jacobi Forcing", "Jacobi Forcing + MR"}
+METHODS = {"AR", "AR generate", "prompt lookup", "Jacobi (base)", "CLLM-style", "CLLM-style + MR", "Jacobi Forcing",
+           "Jacobi Forcing + MR"}
 
 
 @pytest.fixture(scope="module")
