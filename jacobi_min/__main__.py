@@ -81,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     device_args(p)
     p.add_argument("--out", type=Path, default=bench.RESULTS / "benchmark.json")
 
-    p = commands.add_parser("sweep", help="multi-block + recycling over (n, K, r, pool) on one model: TPF, speedup (~5 min)")
+    p = commands.add_parser("sweep", help="multi-block + recycling over (n, K, r, pool) on one model: TPF, speedup (~10 min)")
     p.add_argument("--model", default="jacobi-forcing")
     p.add_argument("--problems", type=int, default=bench.SweepConfig.problems)
 
