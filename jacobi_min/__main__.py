@@ -38,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--problems", type=int, default=6)
     p.add_argument("--block-size", type=int, default=16)
 
-    p = commands.add_parser("train-base", help="train the embedded tiny Qwen2 and its tokenizer (~25 min on 2 cores)")
+    p = commands.add_parser("train-base", help="train the embedded tiny Qwen2 and its tokenizer (~28 min on 2 cores)")
     p.add_argument("--out", type=Path, default=CHECKPOINTS / "base")
     p.add_argument("--steps", type=int, default=tiny.BaseConfig.steps)
 
