@@ -88,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("exactness", help="Jacobi vs generate on real GSM8K + HumanEval prompts (needs requirements-qwen.txt)")
     model_args(p, default="qwen2.5-coder-0.5b-instruct")
     p.add_argument("--prompts", type=int, default=20, help="half GSM8K, half HumanEval")
-    p.add_argument("--block-sizes", type=int, nargs="+", default=[4, 16, 64], help="greedy Jacobi")
+    p.add_argument("--block-sizes", type=int, nargs="*", default=[4, 16, 64], help="greedy Jacobi")
     p.add_argument("--multiblock-sizes", type=int, nargs="*", default=[4, 16],
                    help="multi-block decoding (K = 2, r = 0.25, pool 4)")
     p.add_argument("--recycling-sizes", type=int, nargs="*", default=[], help="rejection recycling alone (pool 4)")
