@@ -89,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     model_args(p, default="qwen2.5-coder-0.5b-instruct")
     p.add_argument("--prompts", type=int, default=20, help="half GSM8K, half HumanEval")
     p.add_argument("--block-sizes", type=int, nargs="*", default=[4, 16, 64], help="greedy Jacobi")
-    p.add_argument("--multiblock-sizes", type=int, nargs="*", default=[4, 16],
+    p.add_argument("--multiblock-sizes", type=int, nargs="*", default=[16],
                    help="multi-block decoding (K = 2, r = 0.25, pool 4)")
     p.add_argument("--recycling-sizes", type=int, nargs="*", default=[], help="rejection recycling alone (pool 4)")
     p.add_argument("--prompt-lookup", type=int, default=10, help="prompt-lookup draft length (0: skip)")

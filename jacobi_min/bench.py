@@ -31,6 +31,7 @@ from .model import load
 from .multiblock import multiblock_decode
 
 RESULTS = Path(__file__).parent.parent / "figures" / "results"
+MULTIBLOCK = {"blocks": 2, "spawn_ratio": 0.25, "pool_size": 4}  # among the best TPF of the sweep
 
 
 @dataclass
@@ -40,7 +41,7 @@ class BenchConfig:
     chunks: int = 5
     max_new_tokens: int = 96
     prompt_lookup_tokens: int = 10
-    multiblock: dict = field(default_factory=lambda: {"blocks": 2, "spawn_ratio": 0.25, "pool_size": 4})  # best of the sweep
+    multiblock: dict = field(default_factory=lambda: dict(MULTIBLOCK))
     cost_ks: list[int] = field(default_factory=lambda: list(range(1, 129)))
     device: str = "cpu"
     dtype: str = "float32"

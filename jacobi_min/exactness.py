@@ -24,7 +24,7 @@ Usage (the fp32 acceptance run: 20 prompts, 128 tokens):
 
     model, tok = jacobi_min.load("qwen2.5-coder-0.5b-instruct")
     report = exactness(model, tok, realtasks.prompts(tok, 10, 10), [4, 16, 64], 128,
-                       multiblock_sizes=[4, 16])
+                       multiblock_sizes=[16])
     report["methods"]["jacobi n=16"]["exact"], report["methods"]["jacobi n=16"]["total"]
 
 Load with `dtype=torch.bfloat16` to measure bf16 divergence the same way
@@ -35,13 +35,10 @@ import time
 import torch
 from tqdm import tqdm
 
-from .bench import ForwardCounter, generate_result
+from .bench import MULTIBLOCK, ForwardCounter, generate_result
 from .jacobi import jacobi_decode
 from .multiblock import multiblock_decode
 from .realtasks import chat_ids
-
-MULTIBLOCK = {"blocks": 2, "spawn_ratio": 0.25, "pool_size": 4}  # the sweep's best on the tiny model
-
 
 def first_divergence(a: list[int], b: list[int]) -> int | None:
     """The first position where a and b differ (a prefix differs at its end), or None if equal."""
