@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--problems", type=int, default=500)
     p.add_argument("--block-size", type=int, default=16)
 
-    p = commands.add_parser("pipeline", help="progressive Jacobi Forcing (2 rounds) + CLLM baseline + schedule ablation (~35 min)")
+    p = commands.add_parser("pipeline", help="progressive Jacobi Forcing (2 rounds) + CLLM baseline + schedule ablation (~40 min)")
     p.add_argument("--work", type=Path, default=Path("runs"), help="where trajectories are written")
     p.add_argument("--base", default="base", help="model to start from (embedded name, directory, alias or hub id)")
     p.add_argument("--device", default="cpu", help="cpu or cuda")

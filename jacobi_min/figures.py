@@ -2,8 +2,9 @@
 
 Inputs: `figures/results/benchmark.json` (bench), `figures/results/ablation.json`
 (pipeline), the `train_log.jsonl` of each trained checkpoint, and for the real
-Qwen `qwen_exactness_float32.json` (exactness; `_extra.json`: more methods on
-fewer prompts) with `qwen_cost_model_float32.json` (cost-model).
+Qwen `qwen_exactness_float32.json` (exactness; optional `_extra.json` and
+`_multiblock.json`: more methods, each against its own `generate` runs) with
+`qwen_cost_model_float32.json` (cost-model).
 """
 import json
 from pathlib import Path
@@ -124,7 +125,8 @@ def real_model(reports: list[dict], costs: dict, tiny_costs: dict | None, path: 
     for report in reports:
         prompts = len(report["reference_seconds"])
         for name, row in report["methods"].items():
-            names.append(name if report is reports[0] else f"{name} ({prompts} prompts)")
+            same = prompts == len(reports[0]["reference_seconds"])
+            names.append(name if same else f"{name} ({prompts} prompts)")
             tpfs.append(sum(row["tpf"]) / len(row["tpf"]))
             speedups.append(sum(report["reference_seconds"]) / sum(row["seconds"]))
     tpf.bar(names, tpfs, color="#5b8def")
@@ -171,7 +173,7 @@ def build(results_dir: Path = FIGURES / "results", out_dir: Path = FIGURES, chec
     if (results_dir / "ablation.json").exists():
         ablation(json.loads((results_dir / "ablation.json").read_text()), out_dir / "noise_schedule_ablation.png")
         written.append(out_dir / "noise_schedule_ablation.png")
-    reports = [results_dir / f"qwen_exactness_float32{part}.json" for part in ("", "_extra")]
+    reports = [results_dir / f"qwen_exactness_float32{part}.json" for part in ("", "_extra", "_multiblock")]
     costs = results_dir / "qwen_cost_model_float32.json"
     if reports[0].exists() and costs.exists():
         tiny_costs = json.loads(bench.read_text())["cost_model"] if bench.exists() else None
