@@ -138,7 +138,7 @@ def real_model(reports: list[dict], costs: dict, tiny_costs: dict | None, path: 
     speed.legend(fontsize=8)
     meta = reports[0]["meta"]
     for ax in (tpf, speed):
-        ax.tick_params(axis="x", rotation=35, labelsize=8)
+        ax.set_xticks(range(len(names)), names, rotation=40, ha="right", fontsize=8)
         ax.set_title(f"{meta['model']}, {meta['dtype']}, {len(reports[0]['reference_seconds'])} real prompts, "
                      f"{meta['max_new_tokens']} tokens", fontsize=9)
     for label, data in (("real Qwen", costs), ("tiny Qwen2", tiny_costs)):
