@@ -115,20 +115,23 @@ def training_curves(logs: dict[str, list[dict]], path: Path) -> None:
     save(fig, path)
 
 
-def real_model(reports: list[dict], costs: dict, tiny_costs: dict | None, path: Path) -> None:
-    """TPF and wall-clock speedup over `generate` per method on real prompts, and L(k)/L(1).
-
-    Each report's speedups are against its own `generate` runs (same prompts, same process).
-    """
-    fig, (tpf, speed, cost) = plt.subplots(1, 3, figsize=(16, 4.5))
-    names, tpfs, speedups = [], [], []
+def method_summaries(reports: list[dict]) -> list[tuple[str, float, float]]:
+    """(label, mean TPF, speedup over its own report's `generate`) per method of every exactness report;
+    the label names the prompt count where it differs from the first report's."""
+    first = len(reports[0]["reference_seconds"])
+    out = []
     for report in reports:
         prompts = len(report["reference_seconds"])
         for name, row in report["methods"].items():
-            same = prompts == len(reports[0]["reference_seconds"])
-            names.append(name if same else f"{name} ({prompts} prompts)")
-            tpfs.append(sum(row["tpf"]) / len(row["tpf"]))
-            speedups.append(sum(report["reference_seconds"]) / sum(row["seconds"]))
+            label = name if prompts == first else f"{name} ({prompts} prompts)"
+            out.append((label, sum(row["tpf"]) / len(row["tpf"]), sum(report["reference_seconds"]) / sum(row["seconds"])))
+    return out
+
+
+def real_model(reports: list[dict], costs: dict, tiny_costs: dict | None, path: Path) -> None:
+    """TPF and wall-clock speedup over `generate` per method on real prompts, and L(k)/L(1)."""
+    fig, (tpf, speed, cost) = plt.subplots(1, 3, figsize=(16, 4.5))
+    names, tpfs, speedups = zip(*method_summaries(reports))
     tpf.bar(names, tpfs, color="#5b8def")
     tpf.axhline(1.0, ls="--", lw=1, color="grey")
     tpf.set_ylabel("tokens per forward (mean over prompts)")

@@ -64,6 +64,15 @@ def test_figures_rebuild_from_results_only(tiny_results, tmp_path):
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000
 
 
+def test_real_model_summaries_label_reports_with_other_prompt_counts():
+    row = lambda tpf, seconds: {"tpf": tpf, "seconds": seconds}
+    main = {"methods": {"jacobi n=4": row([1.0, 1.5], [2.0, 2.0])}, "reference_seconds": [1.0, 1.0]}
+    extra = {"methods": {"jacobi n=32": row([1.5], [4.0])}, "reference_seconds": [2.0]}
+    more = {"methods": {"multiblock n=64": row([1.25, 1.75], [8.0, 2.0])}, "reference_seconds": [3.0, 2.0]}
+    assert figures.method_summaries([main, extra, more]) == [
+        ("jacobi n=4", 1.25, 0.5), ("jacobi n=32 (1 prompts)", 1.5, 0.5), ("multiblock n=64", 1.5, 0.5)]
+
+
 def test_multiblock_sweep_tiny(tmp_path):
     cfg = bench.SweepConfig(problems=2, block_sizes=[4], blocks=[1, 2], spawn_ratios=[0.85], pool_sizes=[0, 4])
     rows = bench.sweep(cfg, tmp_path / "sweep.json")
