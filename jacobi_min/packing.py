@@ -9,7 +9,9 @@ One response of T blocks becomes one sequence
   causally; y*_j sees the prompt, y*_0..y*_{j-1} and itself causally; the two
   streams never see each other. The CLLM-like "clean" variant lets ỹ_j see
   y*_0..y*_{j-1} instead of the noisy blocks;
-- one forward gives student logits on ỹ and teacher logits on y*.
+- one forward gives student logits on ỹ and teacher logits on y*;
+- a block given no noisy state (None) appears only clean: the CLLM baseline
+  packs ONE noisy block, after the clean blocks before it.
 
 The mask is additive (0 where allowed, the dtype's minimum elsewhere): in
 transformers 5.x a 4-D boolean mask is misread by eager attention.
@@ -46,9 +48,10 @@ def ar_labels(prompt, clean_blocks, eos: set[int], pad_id: int | None) -> list[i
     return labels
 
 
-def pack(prompt: list[int], noisy_blocks: list[list[int]], clean_blocks: list[list[int]],
+def pack(prompt: list[int], noisy_blocks: list[list[int] | None], clean_blocks: list[list[int]],
          eos: set[int] = frozenset(), pad_id: int | None = None) -> Packed:
-    """Lay out prompt, ỹ_j, y*_j as described above, with AR labels and consistency pairs."""
+    """Lay out prompt, ỹ_j, y*_j as described above, with AR labels and consistency pairs
+    (one entry in `pairs` per noisy block)."""
     stream_labels = ar_labels(prompt, clean_blocks, eos, pad_id)
     p = len(prompt)
     ids, positions = list(prompt), list(range(p))
@@ -56,14 +59,13 @@ def pack(prompt: list[int], noisy_blocks: list[list[int]], clean_blocks: list[li
     pairs, offset = [], p
     for j, (noisy, clean) in enumerate(zip(noisy_blocks, clean_blocks)):
         n = len(clean)
-        student = list(range(len(ids) + first_mismatch(noisy, clean), len(ids) + n))
-        teacher = [i + n for i in student]
-        pairs.append((student, teacher))
-        ids += noisy + clean
-        positions += list(range(offset, offset + n)) * 2
-        kinds += [NOISY] * n + [CLEAN] * n
-        blocks += [j] * 2 * n
-        labels += [-100] * n + stream_labels[offset:offset + n]
+        if noisy is not None:
+            student = list(range(len(ids) + first_mismatch(noisy, clean), len(ids) + n))
+            pairs.append((student, [i + n for i in student]))
+            ids, positions = ids + noisy, positions + list(range(offset, offset + n))
+            kinds, blocks, labels = kinds + [NOISY] * n, blocks + [j] * n, labels + [-100] * n
+        ids, positions = ids + clean, positions + list(range(offset, offset + n))
+        kinds, blocks, labels = kinds + [CLEAN] * n, blocks + [j] * n, labels + stream_labels[offset:offset + n]
         offset += n
     return Packed(ids, positions, kinds, blocks, labels, pairs)
 
@@ -89,7 +91,8 @@ def collate(examples: list[Packed], pad_id: int, mask: str = "noisy", dtype=torc
     """Right-pad a batch; returns model inputs, AR labels and consistency indices with weights.
 
     Consistency weights fold in both means: 1 / (B · T_b · c_j) for each of the
-    c_j positions of block j of example b, so sum(weight · KL) = mean_b L_c,b / T_b.
+    c_j positions of noisy block j of example b (T_b noisy blocks), so
+    sum(weight · KL) = mean_b L_c,b / T_b.
     """
     width = max(len(e.ids) for e in examples)
     pad = lambda rows, value: torch.tensor([r + [value] * (width - len(r)) for r in rows])

@@ -40,6 +40,27 @@ def test_packed_forward_equals_separate_forwards(mask, attn):
             start += 2 * n
 
 
+@pytest.mark.parametrize("attn", ["eager", "sdpa"])
+def test_one_noisy_block_after_clean_context_equals_separate_forwards(attn):
+    """The CLLM layout [prompt][y*_0][ỹ_1][y*_1][y*_2] with the clean-context mask."""
+    model = tiny_model("qwen2-gqa-tied")
+    model.config._attn_implementation = attn
+    packed = pack(PROMPT_IDS, [None, NOISY_BLOCKS[1], None], CLEAN_BLOCKS, eos={3})
+    batch = collate([packed], pad_id=0, mask="clean")
+    with torch.no_grad():
+        logits = model(input_ids=batch["input_ids"], position_ids=batch["position_ids"],
+                       attention_mask=batch["attention_mask"]).logits[0]
+    clean = PROMPT_IDS + [t for b in CLEAN_BLOCKS for t in b]
+    p, n = len(PROMPT_IDS), len(NOISY_BLOCKS[1])
+    student = plain_logits(model, PROMPT_IDS + CLEAN_BLOCKS[0] + NOISY_BLOCKS[1])[-n:]
+    clean_idx = [i for i, k in enumerate(packed.kinds) if k != NOISY]
+    torch.testing.assert_close(logits[p + 4:p + 4 + n], student, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(logits[clean_idx], plain_logits(model, clean), rtol=1e-5, atol=1e-5)
+    assert packed.positions == list(range(p + 4)) + list(range(p + 4, p + 8)) * 2 + [p + 8, p + 9]
+    assert packed.pairs == [([p + 5, p + 6, p + 7], [p + 9, p + 10, p + 11])]
+    assert batch["weight"].tolist() == [torch.tensor(1 / 3).item()] * 3  # T = 1 noisy block: L_c is that block's mean
+
+
 def test_layout_positions_and_consistency_pairs():
     packed = pack(PROMPT_IDS, NOISY_BLOCKS, CLEAN_BLOCKS, eos={3})
     assert packed.ids == PROMPT_IDS + [t for n, c in zip(NOISY_BLOCKS, CLEAN_BLOCKS) for t in n + c]
