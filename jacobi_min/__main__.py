@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("collect", help="record Jacobi trajectories of training prompts (JSON lines)")
     model_args(p)
     p.add_argument("--block-size", type=int, default=16)
-    p.add_argument("--prompts", type=int, default=1500)
+    p.add_argument("--prompts", type=int, default=pipeline.PipelineConfig.train_prompts)
     p.add_argument("--max-new-tokens", type=int, default=96)
     p.add_argument("--out", type=Path, required=True)
 

@@ -22,7 +22,7 @@ RESULTS = Path(__file__).parent.parent / "figures" / "results"
 
 @dataclass
 class PipelineConfig:
-    train_prompts: int = 1500
+    train_prompts: int = 4000
     max_new_tokens: int = 96
     round1_block: int = 16
     round2_block: int = 32

@@ -159,7 +159,8 @@ def train(model, tokenizer, trajectories: list[dict], cfg: TrainConfig, out_dir:
 
 
 def save_checkpoint(model, tokenizer, out_dir: Path, cfg: TrainConfig, log: list[dict], extra: dict | None = None) -> None:
-    """Half-precision weights, tokenizer, training config and log."""
+    """Half-precision weights (the model in memory keeps its dtype but is rounded to them too),
+    tokenizer, training config and log."""
     out_dir.mkdir(parents=True, exist_ok=True)
     dtype = model.dtype
     model.to(torch.float16).save_pretrained(out_dir)
