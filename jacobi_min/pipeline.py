@@ -8,7 +8,7 @@
 Tiny-model settings (measured on 200 held-out problems at n = 16): 4000
 prompts, not 1500, keep round 1 at 99.0% accuracy (94.5% with 1500: each
 prompt seen about 4 times, arithmetic not seen is forgotten); round 2 at
-λ = 20 keeps 98.5% at TPF 3.09 where λ = 10 keeps 96.0% at 3.17.
+λ = 20 keeps 98.5% at TPF 3.10 where λ = 10 keeps 96.0% at 3.17.
 
 Everything is seeded; checkpoints land in `jacobi_min/checkpoints/`, the
 ablation's result in `figures/results/ablation.json`.
