@@ -1,4 +1,4 @@
-"""Training runs: a few steps on one process and under torchrun with 2 processes (DDP, gloo)."""
+"""Training runs: a few steps on one process and under torchrun with 2 processes (DDP, gloo); saving."""
 import json
 import math
 import os
@@ -7,10 +7,11 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 import jacobi_min
 from jacobi_min import task, trajectories
-from jacobi_min.train import TrainConfig, repetition, train
+from jacobi_min.train import TrainConfig, repetition, save_checkpoint, train
 
 ROOT = Path(__file__).parent.parent
 
@@ -53,3 +54,16 @@ def test_ddp_two_processes(trajectory_file, tmp_path):
     assert all(math.isfinite(r["loss"]) for r in log)
     assert (out / "model.safetensors").exists()
 
+
+
+def test_save_checkpoint_writes_half_precision_and_leaves_the_model_as_it_was(tmp_path):
+    model, tokenizer = jacobi_min.load()
+    with torch.no_grad():
+        model.model.embed_tokens.weight.add_(1e-4)  # values that float16 cannot hold exactly
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    save_checkpoint(model, tokenizer, tmp_path, TrainConfig(), [{"step": 1, "loss": 1.0}])
+    assert model.dtype == torch.float32
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+    saved, _ = jacobi_min.load(tmp_path)
+    assert torch.equal(saved.model.embed_tokens.weight, before["model.embed_tokens.weight"].half().float())
+    assert json.loads((tmp_path / "train_config.json").read_text())["config"]["lam"] == TrainConfig().lam
