@@ -39,6 +39,7 @@ class PipelineConfig:
     base: str = "base"  # the model to start from: an embedded name, a directory, an alias or a hub id
     device: str = "cpu"
     out: Path = CHECKPOINTS  # checkpoints land in out/jacobi-forcing and out/cllm
+    results: Path = RESULTS  # the ablation lands in results/ablation.json
 
 
 def prompts(tokenizer, count: int, seed: int) -> list[list[int]]:
@@ -48,6 +49,11 @@ def prompts(tokenizer, count: int, seed: int) -> list[list[int]]:
 def collect(model, tokenizer, cfg: PipelineConfig, block_size: int, desc: str) -> list[dict]:
     ids = prompts(tokenizer, cfg.train_prompts, cfg.seed)
     return trajectories.collect(model, ids, block_size, cfg.max_new_tokens, seed=cfg.seed, desc=desc)
+
+
+def join_logs(log1: list[dict], log2: list[dict]) -> list[dict]:
+    """One log over both rounds: round 2's steps continue round 1's."""
+    return log1 + [{**row, "step": row["step"] + len(log1), "round": 2} for row in log2]
 
 
 def jacobi_forcing(cfg: PipelineConfig, work: Path) -> dict:
@@ -64,19 +70,24 @@ def jacobi_forcing(cfg: PipelineConfig, work: Path) -> dict:
     times["collect_round2"] = time.time() - start - sum(times.values())
     log2 = train(model, tokenizer, traj2, cfg.round2)
     times["train_round2"] = time.time() - start - sum(times.values())
-    log = log1 + [{**row, "step": row["step"] + cfg.round1.steps, "round": 2} for row in log2]
-    save_checkpoint(model, tokenizer, cfg.out / "jacobi-forcing", cfg.round2, log,
-                    extra={"pipeline": {k: v for k, v in asdict(cfg).items() if k != "out"}, "seconds": {k: round(v) for k, v in times.items()}})
+    save_checkpoint(model, tokenizer, cfg.out / "jacobi-forcing", cfg.round2, join_logs(log1, log2),
+                    extra={"pipeline": {k: v for k, v in asdict(cfg).items() if k not in ("out", "results")}, "seconds": {k: round(v) for k, v in times.items()}})
     return times
 
 
 def cllm(cfg: PipelineConfig, work: Path) -> float:
-    """The CLLM-style baseline on the round-1 trajectories, same total steps as Jacobi Forcing."""
+    """The CLLM-style baseline on the round-1 trajectories (CLLM has no progressive rounds), under
+    Jacobi Forcing's optimiser schedule: round 1's steps, lr and λ, then round 2's. The two models
+    then differ only in what the paper changes: packing, noise schedule, mask and re-collection."""
     start = time.time()
     model, tokenizer = load(cfg.base, cfg.device)
-    steps = cfg.round1.steps + cfg.round2.steps
-    config = replace(cfg.round1, method="cllm", steps=steps)
-    train(model, tokenizer, trajectories.load(work / "round1.jsonl"), config, cfg.out / "cllm")
+    traj = trajectories.load(work / "round1.jsonl")
+    phase1 = replace(cfg.round1, method="cllm")
+    phase2 = replace(cfg.round2, method="cllm", seed=cfg.round2.seed + 1)  # else it redraws phase 1's batches
+    log1 = train(model, tokenizer, traj, phase1)
+    log2 = train(model, tokenizer, traj, phase2)
+    save_checkpoint(model, tokenizer, cfg.out / "cllm", phase2, join_logs(log1, log2),
+                    extra={"phase1": asdict(phase1), "seconds": round(time.time() - start)})
     return time.time() - start
 
 
@@ -91,8 +102,8 @@ def ablation(cfg: PipelineConfig, work: Path) -> dict:
         train(model, tokenizer, traj, config)
         scores = evaluate(model, tokenizer, held_out, cfg.round1_block)
         result[kind] = {"iterations_per_token": 1 / scores["tpf"], **scores}
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "ablation.json").write_text(json.dumps({"steps": cfg.ablation_steps, "block_size": cfg.round1_block,
+    cfg.results.mkdir(parents=True, exist_ok=True)
+    (cfg.results / "ablation.json").write_text(json.dumps({"steps": cfg.ablation_steps, "block_size": cfg.round1_block,
                                                       "problems": cfg.ablation_problems, "schedules": result}, indent=2))
     return result
 

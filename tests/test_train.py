@@ -4,14 +4,16 @@ import math
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import torch
 
 import jacobi_min
-from jacobi_min import task, trajectories
+from jacobi_min import pipeline, task, trajectories
 from jacobi_min.train import TrainConfig, repetition, save_checkpoint, train
+from tests.conftest import generate_greedy
 
 ROOT = Path(__file__).parent.parent
 
@@ -55,7 +57,6 @@ def test_ddp_two_processes(trajectory_file, tmp_path):
     assert (out / "model.safetensors").exists()
 
 
-
 def test_save_checkpoint_writes_half_precision_and_leaves_the_model_as_it_was(tmp_path):
     model, tokenizer = jacobi_min.load()
     with torch.no_grad():
@@ -67,3 +68,27 @@ def test_save_checkpoint_writes_half_precision_and_leaves_the_model_as_it_was(tm
     saved, _ = jacobi_min.load(tmp_path)
     assert torch.equal(saved.model.embed_tokens.weight, before["model.embed_tokens.weight"].half().float())
     assert json.loads((tmp_path / "train_config.json").read_text())["config"]["lam"] == TrainConfig().lam
+
+
+def test_pipeline_runs_end_to_end_on_a_few_prompts(tmp_path):
+    """Both rounds, the CLLM-style baseline under the same two-phase schedule, and the ablation."""
+    tiny = TrainConfig(steps=3, batch_size=2, eval_every=10**9, eval_problems=2)
+    cfg = pipeline.PipelineConfig(train_prompts=4, round1=replace(tiny, lr=5e-4), round2=replace(tiny, lr=2e-4, lam=20.0),
+                                  ablation_steps=2, ablation_problems=2, out=tmp_path / "out", results=tmp_path / "results")
+    times = pipeline.run(cfg, work=tmp_path / "work")
+    assert set(times) == {"collect_round1", "train_round1", "collect_round2", "train_round2", "cllm", "ablation"}
+    round2 = trajectories.load(tmp_path / "work" / "round2.jsonl")
+    assert len(round2) == 4 and all(len(b[-1]) == 32 for t in round2 for b in t["blocks"][:-1])
+    for name in ("jacobi-forcing", "cllm"):
+        log = [json.loads(line) for line in (cfg.out / name / "train_log.jsonl").read_text().splitlines()]
+        assert [r["step"] for r in log] == [1, 2, 3, 4, 5, 6]
+        assert [r.get("round", 1) for r in log] == [1, 1, 1, 2, 2, 2]
+        assert all(math.isfinite(r["loss"]) for r in log)
+        saved = json.loads((cfg.out / name / "train_config.json").read_text())
+        assert (saved["config"]["lr"], saved["config"]["lam"]) == (2e-4, 20.0)
+        model, tokenizer = jacobi_min.load(cfg.out / name)
+        prompt = tokenizer(task.problems("test", 1)[0].prompt)["input_ids"]
+        assert jacobi_min.jacobi_decode(model, prompt, 16, 40).tokens == generate_greedy(model, prompt, 40)
+    assert json.loads((cfg.out / "cllm" / "train_config.json").read_text())["phase1"]["lr"] == 5e-4
+    ablation = json.loads((cfg.results / "ablation.json").read_text())
+    assert set(ablation["schedules"]) == set(trajectories.SCHEDULES)
