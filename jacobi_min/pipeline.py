@@ -2,7 +2,7 @@
 
     round 1: trajectories of the base model at n = 16  ->  train from the base model
     round 2: trajectories of the round-1 model at n = 32  ->  continue training
-    CLLM-style baseline: the round-1 trajectories, the same total number of steps
+    CLLM-style baseline: the round-1 trajectories, the same steps, lr and λ in two phases
     ablation: round 1 alone, shorter, once per noise schedule
 
 Tiny-model settings (measured on 200 held-out problems at n = 16): 4000
