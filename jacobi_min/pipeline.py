@@ -104,7 +104,7 @@ def ablation(cfg: PipelineConfig, work: Path) -> dict:
         result[kind] = {"iterations_per_token": 1 / scores["tpf"], **scores}
     cfg.results.mkdir(parents=True, exist_ok=True)
     (cfg.results / "ablation.json").write_text(json.dumps({"steps": cfg.ablation_steps, "block_size": cfg.round1_block,
-                                                      "problems": cfg.ablation_problems, "schedules": result}, indent=2))
+                                                           "problems": cfg.ablation_problems, "schedules": result}, indent=2))
     return result
 
 
