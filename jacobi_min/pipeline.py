@@ -70,8 +70,9 @@ def jacobi_forcing(cfg: PipelineConfig, work: Path) -> dict:
     times["collect_round2"] = time.time() - start - sum(times.values())
     log2 = train(model, tokenizer, traj2, cfg.round2)
     times["train_round2"] = time.time() - start - sum(times.values())
+    settings = {k: v for k, v in asdict(cfg).items() if k not in ("out", "results")}
     save_checkpoint(model, tokenizer, cfg.out / "jacobi-forcing", cfg.round2, join_logs(log1, log2),
-                    extra={"pipeline": {k: v for k, v in asdict(cfg).items() if k not in ("out", "results")}, "seconds": {k: round(v) for k, v in times.items()}})
+                    extra={"pipeline": settings, "seconds": {k: round(v) for k, v in times.items()}})
     return times
 
 
