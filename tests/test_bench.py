@@ -12,14 +12,15 @@ METHODS = {"AR", "AR generate", "prompt lookup", "Jacobi (base)", "CLLM-style", 
 @pytest.fixture(scope="module")
 def tiny_results(tmp_path_factory):
     out = tmp_path_factory.mktemp("results") / "benchmark.json"
-    cfg = bench.BenchConfig(problems=3, block_sizes=[4, 16], chunks=1, cost_ks=[1, 2, 4, 8, 16, 32])
+    cfg = bench.BenchConfig(problems=3, block_sizes=[4, 16], chunks=1, cost_ks=[1, 2, 4, 8, 16, 32],
+                            accuracy_problems=3, accuracy_seed=0)  # the timed problems again
     bench.run(cfg, out)
     return out
 
 
 def test_results_file_schema(tiny_results):
     results = json.loads(tiny_results.read_text())
-    assert set(results) == {"meta", "methods", "cost_model"}
+    assert set(results) == {"meta", "methods", "cost_model", "accuracy"}
     assert {"device", "dtype", "threads", "torch", "transformers", "prefill"} <= set(results["meta"])
     assert {r["method"] for r in results["methods"]} == METHODS
     assert len(results["cost_model"]["k"]) == len(results["cost_model"]["latency_s"]) == 6
@@ -33,7 +34,15 @@ def test_results_file_schema(tiny_results):
     # lossless methods agree with the first method run on the same model
     for r in results["methods"]:
         assert r["identical_to_first_method_of_model"] == 3
-    assert len(bench.format_table(results).splitlines()) == 1 + len(results["methods"])
+    assert len(bench.format_table(results).splitlines()) == 1 + len(results["methods"]) + 3
+
+
+def test_separate_accuracy_sample_agrees_with_every_decoder(tiny_results):
+    """On the same problems, each model's accuracy equals that of every method run on it (all are lossless)."""
+    results = json.loads(tiny_results.read_text())
+    assert set(results["accuracy"]) == {"base", "cllm", "jacobi-forcing"}
+    for r in results["methods"]:
+        assert r["accuracy"] == results["accuracy"][r["model"]]["accuracy"]
 
 
 def test_figures_rebuild_from_results_only(tiny_results, tmp_path):
