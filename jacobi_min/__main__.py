@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--problems", type=int, default=500)
     p.add_argument("--block-size", type=int, default=16)
 
-    p = commands.add_parser("pipeline", help="progressive Jacobi Forcing (2 rounds) + CLLM baseline + schedule ablation (~40 min)")
+    p = commands.add_parser("pipeline", help="progressive Jacobi Forcing (2 rounds) + CLLM baseline + schedule ablation (~35 min)")
     p.add_argument("--work", type=Path, default=Path("runs"), help="where trajectories are written")
     p.add_argument("--base", default="base", help="model to start from (embedded name, directory, alias or hub id)")
     p.add_argument("--device", default="cpu", help="cpu or cuda")
@@ -75,13 +75,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="training prompts whose trajectories are collected in each round")
     p.add_argument("--stage", default="all", choices=pipeline.STAGES,
                    help="run one stage only; 'baselines' (CLLM + ablation) needs round 1's trajectories in --work")
-    p = commands.add_parser("bench", help="every method on held-out problems: TPF, speedup, accuracy, cost model (~10 min)")
+    p = commands.add_parser("bench", help="every method on held-out problems: TPF, speedup, accuracy, cost model (~12 min)")
     p.add_argument("--problems", type=int, default=bench.BenchConfig.problems)
     p.add_argument("--block-sizes", type=int, nargs="+", default=[8, 16, 32, 64])
     device_args(p)
     p.add_argument("--out", type=Path, default=bench.RESULTS / "benchmark.json")
 
-    p = commands.add_parser("sweep", help="multi-block + recycling over (n, K, r, pool) on one model: TPF, speedup (~10 min)")
+    p = commands.add_parser("sweep", help="multi-block + recycling over (n, K, r, pool) on one model: TPF, speedup (~5 min)")
     p.add_argument("--model", default="jacobi-forcing")
     p.add_argument("--problems", type=int, default=bench.SweepConfig.problems)
 
