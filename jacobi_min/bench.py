@@ -38,6 +38,7 @@ from .train import evaluate
 
 RESULTS = Path(__file__).parent.parent / "figures" / "results"
 MULTIBLOCK = {"blocks": 2, "spawn_ratio": 0.25, "pool_size": 4}  # among the best TPF of the sweep
+MODELS = ("base", "cllm", "jacobi-forcing")
 
 
 @dataclass
@@ -166,7 +167,7 @@ def summarise(row: dict, chunk_tps: list[float], ar_tps: list[float], latency, k
 def run(cfg: BenchConfig = BenchConfig(), out: Path | None = RESULTS / "benchmark.json") -> dict:
     """Run every method on cfg.problems held-out problems; write and return the results."""
     dtype = getattr(torch, cfg.dtype)
-    models = {name: load(name, cfg.device, dtype)[0] for name in ("base", "cllm", "jacobi-forcing")}
+    models = {name: load(name, cfg.device, dtype)[0] for name in MODELS}
     tokenizer = load("base")[1]
     models["counter"] = {name: ForwardCounter(models[name]) for name in ("base", "jacobi-forcing")}
     rows = methods(models, cfg)
@@ -199,7 +200,7 @@ def run(cfg: BenchConfig = BenchConfig(), out: Path | None = RESULTS / "benchmar
                 row["hist"][key] = row["hist"].get(key, 0) + 1
     latency = cost_model(models["base"], cfg.cost_ks)
     held_out = task.problems("test", cfg.accuracy_problems, seed=cfg.accuracy_seed)
-    accuracy = {name: evaluate(models[name], tokenizer, held_out, 16) for name in ("base", "cllm", "jacobi-forcing")}
+    accuracy = {name: evaluate(models[name], tokenizer, held_out, 16) for name in MODELS}
     ar_tps = [t / s for t, s in rows[0]["chunks"]]
     table = [summarise(r, [t / s for t, s in r["chunks"]], ar_tps, latency, cfg.cost_ks) for r in rows]
     results = {"meta": meta(cfg), "methods": table, "cost_model": {"k": cfg.cost_ks, "latency_s": latency},
