@@ -1,22 +1,40 @@
 """Grade-school math word problems that ship with the code (GSM8K in miniature).
 
-A problem is a chain of 2-4 arithmetic steps on one quantity ("Mia has 7
-apples. She buys 5 more ..."), with a worked solution of one equation per step
-and a final line ``#### <answer>``, as in GSM8K:
+Two families, one format: a question, a worked solution of one equation per
+step, and a final line ``#### <answer>``, as in GSM8K.
 
-    Question: Mia has 7 apples. Mia buys 3 bags with 4 apples in each bag. ...
-    Answer: Mia starts with 7 apples. 3 * 4 = 12. 7 + 12 = 19. ...
-    #### 19
+- story (short answers): a chain of 2-4 arithmetic steps on one quantity,
 
-Every number, intermediate result and answer lies in 1..99; the operations are
-+, -, * and exact /. The split is a function of the problem's arithmetic
-(start value, operations, operands), hashed: a test problem's arithmetic never
-occurs in the training split, whatever names or objects dress it.
+      Question: Mia has 7 apples. Mia buys 3 bags with 4 apples in each bag. ...
+      Answer: Mia starts with 7 apples. 3 * 4 = 12. 7 + 12 = 19. ...
+      #### 19
+
+- routine (long answers): the same 1-3 events repeat every day for d days,
+  and the solution works through every day, so a two-line question has an
+  answer of up to ~400 tokens (25 blocks of 16):
+
+      Question: Ben has 23 stickers. Every day, Ben buys 6 more stickers and
+      gives 4 stickers to Mia. How many stickers does Ben have after 9 days?
+      Answer: Ben starts with 23 stickers. Day 1: 23 + 6 = 29. 29 - 4 = 25.
+      Day 2: 25 + 6 = 31. 31 - 4 = 27. ... Day 9: ... = 41.
+      #### 41
+
+The length knob is the number of equations in the solution; LENGTHS names
+three ranges of it whose answers fall in the token BUCKETS (answer tokens
+with the embedded tokenizer, EOS included; checked by the tests), and
+"mix" draws the three with equal probability. Every number, intermediate
+result and answer lies in 1..99; the operations are +, -, * and exact /
+(routines: + and -). The split is a function of the problem's arithmetic
+(start value, operations, operands, days), hashed: a test problem's
+arithmetic never occurs in the training split, whatever names or objects
+dress it.
 """
 import hashlib
 import random
 import re
 from dataclasses import dataclass
+
+from transformers import Qwen2Tokenizer
 
 NAMES = ["Mia", "Ben", "Ava", "Leo", "Zoe", "Sam", "Ivy", "Max", "Lily", "Noah",
          "Emma", "Omar", "Ruby", "Finn", "Nora", "Jack", "Ella", "Theo", "Maya", "Luke"]
@@ -80,8 +98,8 @@ def _step(rng, x, name, item):
     return None
 
 
-def _make(rng) -> tuple[Problem, tuple]:
-    """Draw one problem with 2-4 equations; returns it with its arithmetic signature."""
+def _story(rng) -> tuple[Problem, tuple]:
+    """One short problem with 2-4 equations; returns it with its arithmetic signature."""
     name, item = rng.choice(NAMES), rng.choice(ITEMS)
     steps = rng.randint(2, 4)
     x = rng.randint(2, 50)
@@ -99,19 +117,93 @@ def _make(rng) -> tuple[Problem, tuple]:
     return Problem(question, solution, x), tuple(signature)
 
 
+ROUTINE_EVENTS = {"+": ["buys {k} more {item}", "finds {k} more {item}", "gets {k} {item} from {other}"],
+                  "-": ["gives {k} {item} to {other}", "loses {k} {item}", "uses {k} {item}"]}
+
+
+def _routine_values(start: int, events: list[tuple[str, int]], days: int) -> list[int] | None:
+    """Every value the quantity takes, day by day and event by event (None if one leaves 1..99)."""
+    values = [start]
+    for _ in range(days):
+        for op, k in events:
+            values.append(values[-1] + k if op == "+" else values[-1] - k)
+            if not 1 <= values[-1] <= MAX_VALUE:
+                return None
+    return values
+
+
+def _routine(rng, days: int) -> tuple[Problem, tuple]:
+    """One long problem: 1-3 events repeated every day for `days` days, worked day by day."""
+    name, item = rng.choice(NAMES), rng.choice(ITEMS)
+    while True:
+        events = [(rng.choice("+-"), rng.randint(1, 12)) for _ in range(rng.randint(1, 3))]
+        start = rng.randint(2, MAX_VALUE - 9)
+        values = _routine_values(start, events, days)
+        if values is not None:
+            break
+    phrases = [rng.choice(ROUTINE_EVENTS[op]).format(k=k, item=item, other=rng.choice([n for n in NAMES if n != name]))
+               for op, k in events]
+    listed = phrases[0] if len(phrases) == 1 else ", ".join(phrases[:-1]) + " and " + phrases[-1]
+    question = (f"{name} has {start} {item}. Every day, {name} {listed}. "
+                f"How many {item} does {name} have after {days} days?")
+    lines, i = [], 0
+    for day in range(1, days + 1):
+        equations = []
+        for op, k in events:
+            equations.append(f"{values[i]} {op} {k} = {values[i + 1]}.")
+            i += 1
+        lines.append(f"Day {day}: " + " ".join(equations))
+    solution = f"{name} starts with {start} {item}. " + " ".join(lines) + f"\n#### {values[-1]}"
+    return Problem(question, solution, values[-1]), ("routine", start, tuple(events), days)
+
+
+BUCKETS = {"short": (1, 64), "medium": (65, 160), "long": (161, 400)}  # answer tokens, EOS included
+MAX_ANSWER_TOKENS = BUCKETS["long"][1]  # the decoding budget that holds every answer
+LENGTHS = ("mix", *BUCKETS)
+ROUTINE_DAYS = {"medium": (2, 10), "long": (4, 24)}  # days drawn before the length check
+_PRETOKENIZE = Qwen2Tokenizer().backend_tokenizer.pre_tokenizer
+
+
+def answer_length(problem: Problem) -> int:
+    """Tokens of the completion plus EOS: Qwen2's pre-tokens (single digits, words with their
+    space), which the embedded tokenizer keeps whole, so this is its token count (tested)."""
+    return len(_PRETOKENIZE.pre_tokenize_str(problem.completion)) + 1
+
+
+def bucket_of(tokens: int) -> str:
+    """The bucket whose [lo, hi] range holds an answer of `tokens` tokens."""
+    for name, (lo, hi) in BUCKETS.items():
+        if lo <= tokens <= hi:
+            return name
+    raise ValueError(f"an answer of {tokens} tokens is longer than every bucket ({BUCKETS})")
+
+
+def _make(rng, length: str) -> tuple[Problem, tuple]:
+    """One problem whose answer falls in bucket `length` ('mix': a bucket drawn uniformly)."""
+    bucket = rng.choice(list(BUCKETS)) if length == "mix" else length
+    lo, hi = BUCKETS[bucket]
+    while True:
+        problem, signature = _story(rng) if bucket == "short" else _routine(rng, rng.randint(*ROUTINE_DAYS[bucket]))
+        if lo <= answer_length(problem) <= hi:
+            return problem, signature
+
+
 def split_of(signature: tuple) -> str:
     """'test' for one arithmetic chain in TEST_FRACTION (by hash), else 'train'."""
     digest = hashlib.sha256(repr(signature).encode()).digest()
     return "test" if int.from_bytes(digest[:8], "big") % TEST_FRACTION == 0 else "train"
 
 
-def problems(split: str, count: int, seed: int = 0) -> list[Problem]:
-    """The first `count` problems of `split` ('train' or 'test') drawn with `seed`."""
+def problems(split: str, count: int, seed: int = 0, length: str = "mix") -> list[Problem]:
+    """The first `count` problems of `split` ('train' or 'test') drawn with `seed`, whose
+    answers fall in the bucket `length` ('short', 'medium', 'long', or 'mix' for all three)."""
     if split not in ("train", "test"):
         raise ValueError(f"split must be 'train' or 'test', got {split!r}")
-    rng, out = random.Random(f"{split}-{seed}"), []
+    if length not in LENGTHS:
+        raise ValueError(f"length must be one of {LENGTHS}, got {length!r}")
+    rng, out = random.Random(f"{split}-{seed}-{length}"), []
     while len(out) < count:
-        problem, signature = _make(rng)
+        problem, signature = _make(rng, length)
         if split_of(signature) == split:
             out.append(problem)
     return out

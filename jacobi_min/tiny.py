@@ -11,7 +11,10 @@ Three pieces, each rebuilt by `python -m jacobi_min train-base`:
 
        L = - mean_t log p_θ(x_t | x_<t)        (PAD targets ignored)
 
-   with AdamW, linear warm-up then cosine decay, seeded.
+   with AdamW, linear warm-up then cosine decay, seeded. The problems mix
+   the three length buckets in equal numbers; each step draws one bucket and
+   fills about `tokens_per_step` tokens from it, so a batch of short answers
+   is not padded to the length of a long one.
 """
 import json
 import math
@@ -37,10 +40,11 @@ class BaseConfig:
     layers: int = 4
     heads: int = 4
     kv_heads: int = 2
-    context: int = 512
+    context: int = 640
     train_problems: int = 60000
-    steps: int = 1600
-    batch_size: int = 48
+    steps: int = 1800
+    tokens_per_step: int = 8192
+    save_every: int = 100  # steps between resume snapshots
     lr: float = 2e-3
     warmup: int = 100
     weight_decay: float = 0.1
@@ -99,20 +103,38 @@ def lr_at(step: int, total: int, warmup: int, peak: float) -> float:
     return 0.5 * peak * (1 + math.cos(math.pi * (step - warmup) / max(1, total - warmup)))
 
 
+def length_groups(rows: list[list[int]], problems: list[task.Problem]) -> list[list[list[int]]]:
+    """The encoded rows split by the length bucket of their problem."""
+    groups = {name: [] for name in task.BUCKETS}
+    for row, problem in zip(rows, problems):
+        groups[task.bucket_of(task.answer_length(problem))].append(row)
+    return [g for g in groups.values() if g]
+
+
+def draw_batch(groups: list[list[list[int]]], tokens: int, gen: torch.Generator) -> list[list[int]]:
+    """One bucket drawn uniformly, then as many of its rows as fit `tokens` at its longest row."""
+    group = groups[torch.randint(len(groups), (1,), generator=gen).item()]
+    size = max(1, tokens // max(map(len, group)))
+    return [group[i] for i in torch.randint(len(group), (size,), generator=gen)]
+
+
 def train_base(out_dir: Path, cfg: BaseConfig = BaseConfig()) -> dict:
     """Tokenizer + tiny Qwen2 trained from scratch; writes checkpoint and log to out_dir."""
     torch.manual_seed(cfg.seed)
     train = task.problems("train", cfg.train_problems, seed=cfg.seed)
     tokenizer = build_tokenizer([p.prompt + p.completion for p in train], cfg.vocab_size)
     model = build_model(cfg, tokenizer)
-    rows = [encode(tokenizer, p) for p in train]
+    groups = length_groups([encode(tokenizer, p) for p in train], train)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.95), weight_decay=cfg.weight_decay)
     gen = torch.Generator().manual_seed(cfg.seed)
     log, start = [], time.time()
+    resume = out_dir / "resume.pt"
+    if resume.exists():
+        log = restore(resume, model, opt, gen)
+        start -= log[-1]["seconds"]
     model.train()
-    for step in (bar := tqdm(range(cfg.steps), desc="train-base")):
-        idx = torch.randint(len(rows), (cfg.batch_size,), generator=gen)
-        ids, labels = pad_batch([rows[i] for i in idx], tokenizer.pad_token_id)
+    for step in (bar := tqdm(range(len(log), cfg.steps), desc="train-base", initial=len(log), total=cfg.steps)):
+        ids, labels = pad_batch(draw_batch(groups, cfg.tokens_per_step, gen), tokenizer.pad_token_id)
         for group in opt.param_groups:
             group["lr"] = lr_at(step, cfg.steps, cfg.warmup, cfg.lr)
         loss = model(input_ids=ids, labels=labels).loss
@@ -122,6 +144,8 @@ def train_base(out_dir: Path, cfg: BaseConfig = BaseConfig()) -> dict:
         opt.step()
         log.append({"step": step, "loss": loss.item(), "seconds": round(time.time() - start, 1)})
         bar.set_postfix(loss=f"{loss.item():.3f}")
+        if (step + 1) % cfg.save_every == 0:
+            snapshot(resume, model, opt, gen, log)
     model.eval()
     out_dir.mkdir(parents=True, exist_ok=True)
     model.to(torch.float16).save_pretrained(out_dir)
@@ -130,4 +154,22 @@ def train_base(out_dir: Path, cfg: BaseConfig = BaseConfig()) -> dict:
     summary = {"config": asdict(cfg), "parameters": params, "train_seconds": round(time.time() - start)}
     (out_dir / "train_config.json").write_text(json.dumps(summary, indent=2))
     (out_dir / "train_log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in log))
+    resume.unlink(missing_ok=True)
     return summary
+
+
+def snapshot(path: Path, model, opt, gen: torch.Generator, log: list[dict]) -> None:
+    """Everything a resumed run needs, written atomically (a temporary file, then a rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    state = {"model": model.state_dict(), "opt": opt.state_dict(), "gen": gen.get_state(), "log": log}
+    torch.save(state, path.with_suffix(".tmp"))
+    path.with_suffix(".tmp").replace(path)
+
+
+def restore(path: Path, model, opt, gen: torch.Generator) -> list[dict]:
+    """Load a snapshot into model, optimiser and generator; returns the log so far."""
+    state = torch.load(path, weights_only=False)
+    model.load_state_dict(state["model"])
+    opt.load_state_dict(state["opt"])
+    gen.set_state(state["gen"])
+    return state["log"]

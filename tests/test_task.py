@@ -1,0 +1,65 @@
+"""The embedded task: answers in their length buckets, the split by arithmetic, worked answers that check."""
+import re
+
+import pytest
+
+from jacobi_min import task
+from jacobi_min.model import CHECKPOINTS
+
+EQUATION = re.compile(r"(\d+) ([-+*/]) (\d+) = (\d+)\.")
+OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "/": lambda a, b: a / b}
+
+
+def arithmetic(problem: task.Problem) -> str:
+    """The solution without its first sentence (the only one that names a person or an object)."""
+    return problem.solution.split(". ", 1)[1]
+
+
+@pytest.mark.parametrize("length", list(task.BUCKETS))
+def test_answers_fall_in_their_bucket_and_the_tokenizer_agrees(length):
+    from transformers import AutoTokenizer
+    tokenizer = AutoTokenizer.from_pretrained(CHECKPOINTS / "base")
+    lo, hi = task.BUCKETS[length]
+    problems = task.problems("test", 200, seed=3, length=length)
+    for p in problems:
+        tokens = len(tokenizer(p.completion)["input_ids"]) + 1  # EOS
+        assert tokens == task.answer_length(p)
+        assert lo <= tokens <= hi and task.bucket_of(tokens) == length
+    if length == "long":  # most of a window of w = 16 blocks of n = 16
+        assert sum(map(task.answer_length, problems)) / len(problems) >= 12 * 16
+
+
+def test_mix_draws_every_bucket():
+    counts = {name: 0 for name in task.BUCKETS}
+    for p in task.problems("train", 600, length="mix"):
+        counts[task.bucket_of(task.answer_length(p))] += 1
+    assert all(150 <= c <= 250 for c in counts.values()), counts
+
+
+@pytest.mark.parametrize("length", list(task.BUCKETS))
+def test_no_test_arithmetic_occurs_in_training(length):
+    train = {arithmetic(p) for p in task.problems("train", 3000, seed=0, length=length)}
+    test = {arithmetic(p) for p in task.problems("test", 500, seed=0, length=length)}
+    assert train and test and not train & test
+
+
+@pytest.mark.parametrize("length", list(task.BUCKETS))
+def test_every_worked_answer_checks_itself(length):
+    for p in task.problems("train", 300, seed=1, length=length):
+        equations = EQUATION.findall(p.solution)
+        assert equations and task.extract_answer(p.solution) == p.answer == int(equations[-1][3])
+        for a, op, b, c in equations:
+            assert OPS[op](int(a), int(b)) == int(c) and all(1 <= int(v) <= task.MAX_VALUE for v in (a, b, c))
+        start = int(re.match(r"\w+ starts with (\d+)", p.solution).group(1))
+        assert int(equations[0][0]) == start or equations[0][1] == "*"  # a pack of k * m comes first
+        days = re.search(r"after (\d+) days", p.question)
+        if days:  # a routine: every day worked, each starting from the day before
+            assert [int(d) for d in re.findall(r"Day (\d+):", p.solution)] == list(range(1, int(days.group(1)) + 1))
+            assert all(int(c) == int(a) for (_, _, _, c), (a, _, _, _) in zip(equations, equations[1:]))
+
+
+def test_unknown_length_is_a_clear_error():
+    with pytest.raises(ValueError, match="length must be one of"):
+        task.problems("test", 3, length="huge")
+    with pytest.raises(ValueError, match="longer than every bucket"):
+        task.bucket_of(401)
