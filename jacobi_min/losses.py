@@ -1,19 +1,31 @@
 """The Jacobi Forcing objective on one packed forward: consistency + AR.
 
-Consistency (CLLM), for a noisy state ỹ of block j with fixed point y*, over
-the positions i from the first mismatch to n-1:
+Consistency (CLLM), for a noisy state ỹ_j of block j with fixed point y*_j,
+at the positions i from the first mismatch to n-1 (EOS position excluded):
 
-    L_c = mean_i KL( stopgrad p_θ(· | x, y*_{<i}) || p_θ(· | x, ỹ_{<i}) )
+    KL_{j,i} = KL( stopgrad p_θ(· | x, y*_{<j}, y*_{j,<i}) || p_θ(· | x, ỹ_{<j}, ỹ_{j,<i}) )
 
 The teacher is the same model in the same forward (its logits on the clean
-block y*), detached. KL differs from the soft cross-entropy
--Σ_v p_teacher log p_student only by the teacher's entropy, a constant, so the
-gradients are the same; KL is 0 when the two distributions agree.
+block), detached. KL differs from the soft cross-entropy -Σ_v p_teacher log
+p_student only by the teacher's entropy, a constant, so the gradients are the
+same; KL is 0 when the two distributions agree.
+
+Weighting, as the official multi-block trainer does: the KLs are pooled over
+EVERY consistency position of the example (all T blocks together), averaged,
+and divided again by T; a batch of B examples averages the examples:
+
+    L_c = 1/B Σ_b  1/T_b · ( Σ_{j,i ∈ K_b} KL_{b,j,i} ) / |K_b|
+
+with K_b the consistency positions of example b (|K_b| = C_b). A block equal
+to its fixed point adds no position but still counts in T_b. (The official
+code runs one example per GPU and DDP averages the four; its batched variant
+pools over the batch as well. Decision: per example, so a long answer's many
+positions do not outweigh a short one in the batch.)
 
 AR: next-token cross-entropy on the prompt and the clean blocks (bridge pairs
-included, up to the first EOS, PAD ignored). Total, with T blocks:
+included, up to the first EOS, PAD ignored). Total:
 
-    L = λ · L_AR + L_c / T          (λ = 10)
+    L = λ · L_AR + L_c          (λ = 10; the 1/T is inside L_c)
 """
 import torch
 import torch.nn.functional as F
@@ -37,7 +49,7 @@ def ar_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 
 
 def jacobi_forcing_loss(logits: torch.Tensor, batch: dict, lam: float = 10.0) -> dict:
-    """{'loss': λ·L_AR + L_c/T, 'ar': L_AR, 'consistency': L_c/T} (the 1/T is in the weights)."""
+    """{'loss': λ·L_AR + L_c, 'ar': L_AR, 'consistency': L_c} (the pooling and 1/T are in the weights)."""
     ar = ar_loss(logits, batch["labels"])
     consistency = consistency_loss(logits, batch)
     return {"loss": lam * ar + consistency, "ar": ar, "consistency": consistency}

@@ -10,6 +10,9 @@ One response of T blocks becomes one sequence
   streams never see each other. The CLLM-like "clean" variant lets ỹ_j see
   y*_0..y*_{j-1} instead of the noisy blocks;
 - one forward gives student logits on ỹ and teacher logits on y*;
+- consistency positions of block j: from the first mismatch of ỹ_j with y*_j
+  to n_j - 1 (the last predicts block j+1's first token), the position of an
+  EOS left out (it would predict past the answer, as in the official trainer);
 - a block given no noisy state (None) appears only clean: the CLLM baseline
   packs ONE noisy block, after the clean blocks before it.
 
@@ -60,7 +63,8 @@ def pack(prompt: list[int], noisy_blocks: list[list[int] | None], clean_blocks: 
     for j, (noisy, clean) in enumerate(zip(noisy_blocks, clean_blocks)):
         n = len(clean)
         if noisy is not None:
-            student = list(range(len(ids) + first_mismatch(noisy, clean), len(ids) + n))
+            last = n - 1 if clean[-1] in eos else n  # the EOS position predicts past the answer
+            student = list(range(len(ids) + first_mismatch(noisy, clean), len(ids) + last))
             pairs.append((student, [i + n for i in student]))
             ids, positions = ids + noisy, positions + list(range(offset, offset + n))
             kinds, blocks, labels = kinds + [NOISY] * n, blocks + [j] * n, labels + [-100] * n
@@ -90,9 +94,9 @@ def allowed(kinds: torch.Tensor, blocks: torch.Tensor, mask: str = "noisy") -> t
 def collate(examples: list[Packed], pad_id: int, mask: str = "noisy", dtype=torch.float32) -> dict:
     """Right-pad a batch; returns model inputs, AR labels and consistency indices with weights.
 
-    Consistency weights fold in both means: 1 / (B · T_b · c_j) for each of the
-    c_j positions of noisy block j of example b (T_b noisy blocks), so
-    sum(weight · KL) = mean_b L_c,b / T_b.
+    Consistency weights (the official trainer's): example b with T_b noisy
+    blocks and C_b consistency positions in all gives each of them
+    1 / (B · C_b · T_b), so sum(weight · KL) = mean_b (Σ_{j,i} KL_{b,j,i} / C_b) / T_b.
     """
     width = max(len(e.ids) for e in examples)
     pad = lambda rows, value: torch.tensor([r + [value] * (width - len(r)) for r in rows])
@@ -102,13 +106,12 @@ def collate(examples: list[Packed], pad_id: int, mask: str = "noisy", dtype=torc
     additive = torch.zeros(allow.shape, dtype=dtype).masked_fill(~allow, torch.finfo(dtype).min)
     rows, student, teacher, weight = [], [], [], []
     for b, e in enumerate(examples):
+        positions = sum(len(s) for s, _ in e.pairs)  # C_b
         for s, t in e.pairs:
-            if not s:
-                continue
             rows += [b] * len(s)
             student += s
             teacher += t
-            weight += [1.0 / (len(examples) * len(e.pairs) * len(s))] * len(s)
+            weight += [1.0 / (len(examples) * positions * len(e.pairs))] * len(s) if s else []
     return {"input_ids": pad([e.ids for e in examples], pad_id),
             "position_ids": pad([e.positions for e in examples], 0),
             "attention_mask": additive[:, None],  # (B, 1, L, L)

@@ -14,9 +14,10 @@ On round 1 alone (1500 prompts, 800 steps, 100 held-out problems) w = 16 reaches
 at n = 16 where w = 4 reaches 2.37: with four levels a quarter of the blocks
 are clean (t = 0) and teach nothing, and neighbouring blocks jump by 1/3.
 
-Tiny-model decision: our responses span only a few blocks (T < w), so each
-example starts its progressive schedule at a random offset in the window;
-otherwise block 0 would always get t = 0, the fixed point itself, and teach nothing.
+Progressive schedule as the paper defines it: block j gets t_j = W[j mod w]
+from block 0 on. `random_offset=True` starts each example at a random place
+in the window instead (our earlier choice when no answer spanned a window:
+then block 0 always gets t = 0, the fixed point itself, and teaches nothing).
 
 Runs on one process, or under `torchrun --nproc_per_node=N` with
 DistributedDataParallel (gloo on CPU, nccl on CUDA): each rank draws its own
@@ -48,6 +49,7 @@ class TrainConfig:
     method: str = "jacobi-forcing"  # or "cllm"
     schedule: str = "progressive"  # progressive / random / reverse (Jacobi Forcing only)
     window: int = 16  # w: the schedule's window in blocks
+    random_offset: bool = False  # start each example's progressive schedule at a random block of the window
     steps: int = 600
     batch_size: int = 8
     lr: float = 3e-4
@@ -66,7 +68,7 @@ def noisy_blocks(trajectory: dict, cfg: TrainConfig, rng: random.Random) -> list
     if cfg.method == "cllm":
         j = rng.randrange(len(states))
         return [rng.choice(s[:-1] or s) if i == j else None for i, s in enumerate(states)]
-    offset = rng.randrange(cfg.window)
+    offset = rng.randrange(cfg.window) if cfg.random_offset else 0
     targets = schedule(len(states), cfg.window, cfg.schedule, rng, offset)
     return [pick_state(s, t) for s, t in zip(states, targets)]
 
@@ -100,11 +102,12 @@ def is_correct(tokenizer, tokens: list[int], problem: task.Problem) -> bool:
 
 
 @torch.no_grad()
-def evaluate(model, tokenizer, problems: list[task.Problem], block_size: int, max_new_tokens: int = 96) -> dict:
+def evaluate(model, tokenizer, problems: list[task.Problem], block_size: int,
+             max_new_tokens: int = task.MAX_ANSWER_TOKENS, progress: bool = True) -> dict:
     """Held-out accuracy, TPF of greedy Jacobi at `block_size`, and repetition."""
     model.eval()
     correct, tokens, forwards, rep = 0, 0, 0, 0.0
-    for p in tqdm(problems, desc="evaluate", leave=False):
+    for p in tqdm(problems, desc="evaluate", leave=False, disable=not progress):
         result = jacobi_decode(model, prompt_ids(tokenizer, p), block_size, max_new_tokens)
         correct += is_correct(tokenizer, result.tokens, p)
         tokens, forwards = tokens + sum(result.accepted), forwards + result.forwards
@@ -122,7 +125,8 @@ def setup_distributed() -> tuple[int, int]:
     return dist.get_rank(), dist.get_world_size()
 
 
-def train(model, tokenizer, trajectories: list[dict], cfg: TrainConfig, out_dir: Path | None = None) -> list[dict]:
+def train(model, tokenizer, trajectories: list[dict], cfg: TrainConfig, out_dir: Path | None = None,
+          progress: bool = True) -> list[dict]:
     """AdamW β=(0.9, 0.95), warm-up then cosine; returns the log (and saves to out_dir on rank 0)."""
     rank, world = setup_distributed()
     rng = random.Random(f"{cfg.seed}-{rank}")
@@ -134,7 +138,7 @@ def train(model, tokenizer, trajectories: list[dict], cfg: TrainConfig, out_dir:
     warmup = max(1, math.ceil(cfg.warmup_frac * cfg.steps))
     log, start = [], time.time()
     model.train()
-    for step in (bar := tqdm(range(1, cfg.steps + 1), desc=f"train {cfg.method}", disable=rank > 0)):
+    for step in (bar := tqdm(range(1, cfg.steps + 1), desc=f"train {cfg.method}", disable=rank > 0 or not progress)):
         batch = make_batch(trajectories, cfg, rng, eos, pad_id)
         for group in opt.param_groups:
             group["lr"] = lr_at(step - 1, cfg.steps, warmup, cfg.lr)

@@ -1,4 +1,4 @@
-"""Losses: the vectorised forms equal naive loops; the teacher gets no gradient."""
+"""Losses: the vectorised forms equal naive loops written from the formulas; the teacher gets no gradient."""
 import torch
 import torch.nn.functional as F
 
@@ -6,9 +6,11 @@ from jacobi_min.losses import ar_loss, consistency_loss, jacobi_forcing_loss
 from jacobi_min.packing import collate, pack
 from tests.conftest import tiny_model
 
+# (prompt, noisy blocks, clean blocks): unequal block lengths, a block equal to its fixed point,
+# a final block that ends in EOS (3), and two examples of different lengths (the second is padded)
 EXAMPLES = [
-    ([5, 9, 12], [[11, 40, 8, 41], [6, 6, 50, 2]], [[11, 4, 8, 20], [6, 6, 13, 2]]),
-    ([7, 8], [[30, 31, 32, 33], [9, 9, 9, 9], [1, 60]], [[30, 4, 5, 6], [9, 10, 11, 12], [1, 3]]),
+    ([5, 9, 12], [[11, 40, 8, 41], [6, 6, 13, 2], [7, 50, 3]], [[11, 4, 8, 20], [6, 6, 13, 2], [7, 9, 3]]),
+    ([7, 8], [[30, 31, 32, 33], [1, 60]], [[30, 4, 5, 6], [1, 3]]),
 ]
 
 
@@ -20,19 +22,24 @@ def batch_and_logits(model, mask="noisy"):
     return packed, batch, logits
 
 
-def naive_consistency(packed, logits):
-    """Loop form: mean over examples of Σ_j mean_i KL(teacher_i ‖ student_i) / T."""
+def naive_consistency(logits, eos=3):
+    """The official formula, written from the layout [P][ỹ_0][y*_0][ỹ_1][y*_1]…:
+    L_c = 1/B Σ_b 1/T_b · Σ_{j,i} KL_{b,j,i} / |K_b|, with i from the first mismatch of ỹ_j and
+    y*_j to n_j - 1, the position of an EOS excluded."""
     total = 0.0
-    for b, example in enumerate(packed):
-        per_block = []
-        for student, teacher in example.pairs:
-            kls = []
-            for s, t in zip(student, teacher):
-                p_t = F.softmax(logits[b, t].detach(), -1)
-                kls.append((p_t * (p_t.log() - F.log_softmax(logits[b, s], -1))).sum())
-            per_block.append(torch.stack(kls).mean() if kls else torch.tensor(0.0))
-        total = total + sum(per_block) / len(example.pairs)
-    return total / len(packed)
+    for b, (prompt, noisy, clean) in enumerate(EXAMPLES):
+        kls, start = [], len(prompt)
+        for y_noisy, y_clean in zip(noisy, clean):
+            n = len(y_clean)
+            first = next((i for i in range(n) if y_noisy[i] != y_clean[i]), n)
+            for i in range(first, n):
+                if y_clean[i] == eos:
+                    continue
+                p_t = F.softmax(logits[b, start + n + i].detach(), -1)
+                kls.append((p_t * (p_t.log() - F.log_softmax(logits[b, start + i], -1))).sum())
+            start += 2 * n
+        total = total + torch.stack(kls).sum() / len(kls) / len(clean)
+    return total / len(EXAMPLES)
 
 
 def naive_ar(packed, logits):
@@ -44,7 +51,7 @@ def naive_ar(packed, logits):
 def test_vectorised_losses_equal_naive_loops():
     model = tiny_model()
     packed, batch, logits = batch_and_logits(model)
-    torch.testing.assert_close(consistency_loss(logits, batch), naive_consistency(packed, logits))
+    torch.testing.assert_close(consistency_loss(logits, batch), naive_consistency(logits))
     torch.testing.assert_close(ar_loss(logits, batch["labels"]), naive_ar(packed, logits))
     total = jacobi_forcing_loss(logits, batch, lam=10.0)
     torch.testing.assert_close(total["loss"], 10.0 * total["ar"] + total["consistency"])

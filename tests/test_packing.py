@@ -24,19 +24,21 @@ def test_packed_forward_equals_separate_forwards(mask, attn):
     batch = collate([packed, other], pad_id=0, mask=mask)
     with torch.no_grad():
         logits = model(input_ids=batch["input_ids"], position_ids=batch["position_ids"],
-                       attention_mask=batch["attention_mask"]).logits[0]
-        p = len(PROMPT_IDS)
-        torch.testing.assert_close(logits[:p], plain_logits(model, PROMPT_IDS), rtol=1e-5, atol=1e-5)
+                       attention_mask=batch["attention_mask"]).logits
+    rows = [(PROMPT_IDS, NOISY_BLOCKS, CLEAN_BLOCKS), (PROMPT_IDS[:2], NOISY_BLOCKS[:1], CLEAN_BLOCKS[:1])]
+    for row, (prompt, noisy_blocks, clean_blocks) in zip(logits, rows):  # the padded row too
+        p = len(prompt)
+        torch.testing.assert_close(row[:p], plain_logits(model, prompt), rtol=1e-5, atol=1e-5)
         start = p
-        for j, (noisy, clean) in enumerate(zip(NOISY_BLOCKS, CLEAN_BLOCKS)):
+        for j, (noisy, clean) in enumerate(zip(noisy_blocks, clean_blocks)):
             n = len(clean)
-            earlier_clean = [t for b in CLEAN_BLOCKS[:j] for t in b]
-            earlier_noisy = [t for b in NOISY_BLOCKS[:j] for t in b]
+            earlier_clean = [t for b in clean_blocks[:j] for t in b]
+            earlier_noisy = [t for b in noisy_blocks[:j] for t in b]
             seen = earlier_noisy if mask == "noisy" else earlier_clean
-            student = plain_logits(model, PROMPT_IDS + seen + noisy)[-n:]
-            teacher = plain_logits(model, PROMPT_IDS + earlier_clean + clean)[-n:]
-            torch.testing.assert_close(logits[start:start + n], student, rtol=1e-5, atol=1e-5)
-            torch.testing.assert_close(logits[start + n:start + 2 * n], teacher, rtol=1e-5, atol=1e-5)
+            student = plain_logits(model, prompt + seen + noisy)[-n:]
+            teacher = plain_logits(model, prompt + earlier_clean + clean)[-n:]
+            torch.testing.assert_close(row[start:start + n], student, rtol=1e-5, atol=1e-5)
+            torch.testing.assert_close(row[start + n:start + 2 * n], teacher, rtol=1e-5, atol=1e-5)
             start += 2 * n
 
 
@@ -69,7 +71,16 @@ def test_layout_positions_and_consistency_pairs():
     # block 0: first mismatch at 2 -> student positions 7, 8 of the sequence; teachers 4 later
     assert packed.pairs[0] == ([7, 8], [11, 12])
     assert packed.pairs[1] == ([14, 15, 16], [18, 19, 20])
-    assert packed.pairs[2] == ([22], [24])
+    assert packed.pairs[2] == ([], [])  # its mismatch is at the EOS, whose prediction lies past the answer
+    assert pack(PROMPT_IDS, NOISY_BLOCKS, CLEAN_BLOCKS).pairs[2] == ([22], [24])  # no EOS: kept
+
+
+def test_consistency_weights_pool_positions_per_example_then_divide_by_blocks():
+    packed = pack(PROMPT_IDS, NOISY_BLOCKS, CLEAN_BLOCKS, eos={3})  # C = 2 + 3 + 0 positions, T = 3
+    short = pack(PROMPT_IDS[:2], NOISY_BLOCKS[:1], CLEAN_BLOCKS[:1], eos={3})  # C = 2, T = 1
+    weight = collate([packed, short], pad_id=0)["weight"]
+    expected = [1 / (2 * 5 * 3)] * 5 + [1 / (2 * 2 * 1)] * 2
+    torch.testing.assert_close(weight, torch.tensor(expected))
 
 
 def test_ar_labels_bridge_blocks_stop_at_eos_and_skip_pad():

@@ -38,14 +38,23 @@ def test_schedules():
         schedule(3, 4, "cosine", rng)
 
 
+def test_progressive_levels_are_block_index_mod_w_on_a_long_trajectory():
+    """Ten blocks with w = 4: t_j = W[j mod 4] from block 0 on, whatever the seed (no offset by default)."""
+    fixed = list(range(1, 13))
+    states = [fixed[:k] + [0] * (12 - k) for k in (0, 3, 6, 9)] + [fixed]  # noise 1, 0.75, 0.5, 0.25, 0
+    trajectory = {"prompt": [5], "blocks": [states] * 10}
+    expected = [[0.0, 0.25, 0.75, 1.0][j % 4] for j in range(10)]  # closest to W = 0, 1/3, 2/3, 1
+    for seed in range(5):
+        picks = noisy_blocks(trajectory, TrainConfig(window=4), random.Random(seed))
+        assert [noise_level(s, fixed) for s in picks] == expected
+
+
 def test_noisy_blocks_follow_the_method():
     trajectory = {"prompt": [5], "blocks": [STATES, STATES, STATES, STATES]}
-    cfg = TrainConfig(window=4)
-    picks = noisy_blocks(trajectory, cfg, random.Random(3))
-    levels = [noise_level(s, FIXED) for s in picks]
-    # targets W = 0, 1/3, 2/3, 1 pick the states of noise 0, 0.25, 0.75, 0.75; blocks walk W from an offset
-    picked = [0.0, 0.25, 0.75, 0.75]
-    assert any(levels == [picked[(o + j) % 4] for j in range(4)] for o in range(4))
+    picked = [0.0, 0.25, 0.75, 0.75]  # W = 0, 1/3, 2/3, 1 picks the states of these noise levels
+    offset = [noise_level(s, FIXED) for s in noisy_blocks(trajectory, TrainConfig(window=4, random_offset=True),
+                                                              random.Random(3))]
+    assert any(offset == [picked[(o + j) % 4] for j in range(4)] for o in range(4))
     for seed in range(20):  # CLLM: one block noisy, in one of its intermediate states; the others only clean
         cllm = noisy_blocks(trajectory, TrainConfig(method="cllm"), random.Random(seed))
         noisy = [s for s in cllm if s is not None]
