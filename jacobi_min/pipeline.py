@@ -3,43 +3,52 @@
     round 1: trajectories of the base model at n = 16  ->  train from the base model
     round 2: trajectories of the round-1 model at n = 32  ->  continue training
     CLLM-style baseline: the round-1 trajectories, the same steps, lr and λ in two phases
-    ablation: round 1 alone, shorter, once per noise schedule
+    ablation: round 1 alone, shorter, once per variant (noise schedule, schedule offset, λ)
+              and training seed, scored on the long bucket
 
-Tiny-model settings (accuracy on 2000 held-out problems, where the base
-model scores 99.45%; TPF at n = 16): round 1 with 1600 steps reaches 97.95%
-and 3.56 where 800 reach 97.4% and 2.85 (8000 prompts instead of 4000 add
-nothing: 97.65%, 3.52); round 2 at λ = 40 keeps 97.5% at 3.64 where λ = 20
-keeps 97.05% at 3.70.
-
-Everything is seeded; checkpoints land in `jacobi_min/checkpoints/`, the
-ablation's result in `figures/results/ablation.json`.
+The training prompts mix the three length buckets (`task.BUCKETS`) equally.
+Trajectory collection runs in `workers` CPU processes; everything is seeded,
+so the result does not depend on their number. Checkpoints land in `out`
+(default `runs/checkpoints`; `jacobi_min/checkpoints` rebuilds the shipped
+models), the ablation's result in `results/ablation.json`.
 """
 import json
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+import torch
+
 from . import task, trajectories
-from .model import CHECKPOINTS, load
+from .model import load
 from .train import TrainConfig, evaluate, prompt_ids, save_checkpoint, train
+from .workers import SHARED, pmap
 
 RESULTS = Path(__file__).parent.parent / "figures" / "results"
+ABLATION = {  # variant -> TrainConfig changes from round 1; the first three run once per seed
+    "progressive": {}, "random": {"schedule": "random"}, "reverse": {"schedule": "reverse"},
+    "progressive, random offset": {"random_offset": True}, "λ = 2": {"lam": 2.0}, "λ = 40": {"lam": 40.0},
+}
+SEEDED = ("progressive", "random", "reverse")
 
 
 @dataclass
 class PipelineConfig:
-    train_prompts: int = 4000
-    max_new_tokens: int = 96
+    train_prompts: int = 2000
+    max_new_tokens: int = task.MAX_ANSWER_TOKENS
     round1_block: int = 16
     round2_block: int = 32
     round1: TrainConfig = field(default_factory=lambda: TrainConfig(steps=1600, lr=5e-4))
-    round2: TrainConfig = field(default_factory=lambda: TrainConfig(steps=400, lr=2e-4, lam=40.0))
+    round2: TrainConfig = field(default_factory=lambda: TrainConfig(steps=400, lr=2e-4))
+    ablation: dict = field(default_factory=lambda: dict(ABLATION))
+    ablation_seeds: int = 3
     ablation_steps: int = 300
     ablation_problems: int = 100
+    workers: int = 2
     seed: int = 0
     base: str = "base"  # the model to start from: an embedded name, a directory, an alias or a hub id
     device: str = "cpu"
-    out: Path = CHECKPOINTS  # checkpoints land in out/jacobi-forcing and out/cllm
+    out: Path = Path("runs/checkpoints")  # checkpoints land in out/jacobi-forcing and out/cllm
     results: Path = RESULTS  # the ablation lands in results/ablation.json
 
 
@@ -49,7 +58,8 @@ def prompts(tokenizer, count: int, seed: int) -> list[list[int]]:
 
 def collect(model, tokenizer, cfg: PipelineConfig, block_size: int, desc: str) -> list[dict]:
     ids = prompts(tokenizer, cfg.train_prompts, cfg.seed)
-    return trajectories.collect(model, ids, block_size, cfg.max_new_tokens, seed=cfg.seed, desc=desc)
+    return trajectories.collect(model, ids, block_size, cfg.max_new_tokens, seed=cfg.seed, desc=desc,
+                                workers=cfg.workers)
 
 
 def join_logs(log1: list[dict], log2: list[dict]) -> list[dict]:
@@ -57,68 +67,123 @@ def join_logs(log1: list[dict], log2: list[dict]) -> list[dict]:
     return log1 + [{**row, "step": row["step"] + len(log1), "round": 2} for row in log2]
 
 
-def jacobi_forcing(cfg: PipelineConfig, work: Path) -> dict:
-    """Round 1 then round 2; returns wall times of each stage."""
-    times, start = {}, time.time()
+class Work:
+    """The work folder: every finished stage's output and wall time (`times.json`), so that a
+    rerun after an interruption resumes after the last finished stage. Files are written to a
+    temporary name, then renamed: a stage is either finished or absent."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+        times = folder / "times.json"
+        self.times = json.loads(times.read_text()) if times.exists() else {}
+
+    def done(self, name: str, start: float) -> None:
+        self.times[name] = round(time.time() - start)
+        atomic_write(self.folder / "times.json", json.dumps(self.times, indent=1))
+
+    def trajectories(self, name: str, make) -> list[dict]:
+        """The trajectories `make()` returns, from `name`.jsonl when an earlier run finished them."""
+        path = self.folder / f"{name}.jsonl"
+        if name not in self.times:
+            start = time.time()
+            trajectories.save(path, make())
+            self.done(name, start)
+        return trajectories.load(path)
+
+    def training(self, name: str, model, make) -> list[dict]:
+        """Train `model` with `make()` (which returns the log), or load the float32 weights and log
+        an earlier run saved under `name`."""
+        path = self.folder / f"{name}.pt"
+        if name in self.times:
+            state = torch.load(path)
+            model.load_state_dict(state["model"])
+            return state["log"]
+        start = time.time()
+        log = make()
+        torch.save({"model": model.state_dict(), "log": log}, path.with_suffix(".tmp"))
+        path.with_suffix(".tmp").replace(path)
+        self.done(name, start)
+        return log
+
+
+def atomic_write(path: Path, text: str) -> None:
+    path.with_suffix(".tmp").write_text(text)
+    path.with_suffix(".tmp").replace(path)
+
+
+def jacobi_forcing(cfg: PipelineConfig, work: Work) -> None:
+    """Round 1 then round 2; the checkpoint records the settings and each stage's wall time."""
     model, tokenizer = load(cfg.base, cfg.device)
-    traj1 = collect(model, tokenizer, cfg, cfg.round1_block, "trajectories n=16 (base)")
-    trajectories.save(work / "round1.jsonl", traj1)
-    times["collect_round1"] = time.time() - start
-    log1 = train(model, tokenizer, traj1, cfg.round1)
-    times["train_round1"] = time.time() - start - sum(times.values())
-    traj2 = collect(model, tokenizer, cfg, cfg.round2_block, "trajectories n=32 (round 1)")
-    trajectories.save(work / "round2.jsonl", traj2)
-    times["collect_round2"] = time.time() - start - sum(times.values())
-    log2 = train(model, tokenizer, traj2, cfg.round2)
-    times["train_round2"] = time.time() - start - sum(times.values())
+    traj1 = work.trajectories("round1", lambda: collect(model, tokenizer, cfg, cfg.round1_block, "trajectories n=16 (base)"))
+    log1 = work.training("train_round1", model, lambda: train(model, tokenizer, traj1, cfg.round1))
+    traj2 = work.trajectories("round2", lambda: collect(model, tokenizer, cfg, cfg.round2_block, "trajectories n=32 (round 1)"))
+    log2 = work.training("train_round2", model, lambda: train(model, tokenizer, traj2, cfg.round2))
     settings = {k: v for k, v in asdict(cfg).items() if k not in ("out", "results")}
+    seconds = {k: work.times[k] for k in ("round1", "train_round1", "round2", "train_round2")}
     save_checkpoint(model, tokenizer, cfg.out / "jacobi-forcing", cfg.round2, join_logs(log1, log2),
-                    extra={"pipeline": settings, "seconds": {k: round(v) for k, v in times.items()}})
-    return times
+                    extra={"pipeline": settings, "seconds": seconds})
 
 
-def cllm(cfg: PipelineConfig, work: Path) -> float:
+def cllm(cfg: PipelineConfig, work: Work) -> None:
     """The CLLM-style baseline on the round-1 trajectories (CLLM has no progressive rounds), under
     Jacobi Forcing's optimiser schedule: round 1's steps, lr and λ, then round 2's. The two models
     then differ only in what the paper changes: packing, noise schedule, mask and re-collection."""
-    start = time.time()
     model, tokenizer = load(cfg.base, cfg.device)
-    traj = trajectories.load(work / "round1.jsonl")
+    traj = trajectories.load(work.folder / "round1.jsonl")
     phase1 = replace(cfg.round1, method="cllm")
     phase2 = replace(cfg.round2, method="cllm", seed=cfg.round2.seed + 1)  # else it redraws phase 1's batches
-    log1 = train(model, tokenizer, traj, phase1)
-    log2 = train(model, tokenizer, traj, phase2)
+    log1 = work.training("cllm_phase1", model, lambda: train(model, tokenizer, traj, phase1))
+    log2 = work.training("cllm_phase2", model, lambda: train(model, tokenizer, traj, phase2))
     save_checkpoint(model, tokenizer, cfg.out / "cllm", phase2, join_logs(log1, log2),
-                    extra={"phase1": asdict(phase1), "seconds": round(time.time() - start)})
-    return time.time() - start
+                    extra={"phase1": asdict(phase1), "seconds": work.times["cllm_phase1"] + work.times["cllm_phase2"]})
 
 
-def ablation(cfg: PipelineConfig, work: Path) -> dict:
-    """Iterations per token (1 / TPF at n = 16) after a short round 1 with each noise schedule."""
-    traj = trajectories.load(work / "round1.jsonl")
-    held_out = task.problems("test", cfg.ablation_problems, seed=2)
-    result = {}
-    for kind in trajectories.SCHEDULES:
-        model, tokenizer = load(cfg.base, cfg.device)
-        config = replace(cfg.round1, schedule=kind, steps=cfg.ablation_steps, eval_every=cfg.ablation_steps + 1)
-        train(model, tokenizer, traj, config)
-        scores = evaluate(model, tokenizer, held_out, cfg.round1_block)
-        result[kind] = {"iterations_per_token": 1 / scores["tpf"], **scores}
+def ablation_run(job: tuple[str, int]) -> dict:
+    """One short round 1 from the base model with one variant and seed, scored on long answers;
+    kept in the work folder, so a rerun skips it."""
+    name, seed = job
+    cfg, folder, traj, held_out = SHARED["ablation"]
+    path = folder / f"ablation-{name}-{seed}.json".replace(" ", "").replace(",", "-")
+    if path.exists():
+        return json.loads(path.read_text())
+    model, tokenizer = load(cfg.base, cfg.device)
+    config = replace(cfg.round1, **cfg.ablation[name], seed=seed, steps=cfg.ablation_steps,
+                     eval_every=cfg.ablation_steps + 1)
+    train(model, tokenizer, traj, config, progress=False)
+    scores = evaluate(model, tokenizer, held_out, cfg.round1_block, cfg.max_new_tokens, progress=False)
+    result = {"seed": seed, "iterations_per_token": 1 / scores["tpf"], **scores}
+    atomic_write(path, json.dumps(result))
+    return result
+
+
+def ablation(cfg: PipelineConfig, work: Work) -> dict:
+    """Iterations per token (1 / TPF at n = 16) and accuracy on held-out long answers after a
+    short round 1 with each variant; the noise schedules once per seed."""
+    start = time.time()
+    held_out = task.problems("test", cfg.ablation_problems, seed=2, length="long")
+    SHARED["ablation"] = (cfg, work.folder, trajectories.load(work.folder / "round1.jsonl"), held_out)
+    jobs = [(name, seed) for name in cfg.ablation for seed in range(cfg.ablation_seeds if name in SEEDED else 1)]
+    scores = pmap(ablation_run, jobs, cfg.workers if cfg.device == "cpu" else 1, "ablation")
+    result = {name: [s for (n, _), s in zip(jobs, scores) if n == name] for name in cfg.ablation}
     cfg.results.mkdir(parents=True, exist_ok=True)
-    (cfg.results / "ablation.json").write_text(json.dumps({"steps": cfg.ablation_steps, "block_size": cfg.round1_block,
-                                                           "problems": cfg.ablation_problems, "schedules": result}, indent=2))
+    (cfg.results / "ablation.json").write_text(json.dumps(
+        {"steps": cfg.ablation_steps, "block_size": cfg.round1_block, "problems": cfg.ablation_problems,
+         "length": "long", "variants": cfg.ablation, "runs": result}, indent=2))
+    work.done("ablation", start)
     return result
 
 
 STAGES = ("all", "jacobi-forcing", "baselines")
 
 
-def run(cfg: PipelineConfig = PipelineConfig(), work: Path = Path("runs"), stage: str = "all") -> dict:
-    """The pipeline (or one stage: baselines need round 1's trajectories); wall time of each step in seconds."""
-    times = jacobi_forcing(cfg, work) if stage in ("all", "jacobi-forcing") else {}
+def run(cfg: PipelineConfig = PipelineConfig(), folder: Path = Path("runs/pipeline"), stage: str = "all") -> dict:
+    """The pipeline (or one stage: baselines need round 1's trajectories), resuming after the
+    stages an earlier run in `folder` finished; returns the wall time of each stage in seconds."""
+    work = Work(folder)
+    if stage in ("all", "jacobi-forcing"):
+        jacobi_forcing(cfg, work)
     if stage in ("all", "baselines"):
-        times["cllm"] = cllm(cfg, work)
-        start = time.time()
+        cllm(cfg, work)
         ablation(cfg, work)
-        times["ablation"] = time.time() - start
-    return {k: round(v) for k, v in times.items()}
+    return work.times

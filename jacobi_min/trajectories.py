@@ -21,24 +21,35 @@ import random
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from .jacobi import jacobi_decode
+from .workers import SHARED, pmap
+
+
+def _trajectory(item: tuple[int, list[int]]) -> dict:
+    i, prompt = item
+    model, block_size, max_new_tokens, seed = SHARED["collect"]
+    result = jacobi_decode(model, prompt, block_size, max_new_tokens, seed=seed + i, record=True)
+    return {"prompt": prompt, "blocks": [b.states for b in result.blocks]}
 
 
 def collect(model, prompts: list[list[int]], block_size: int, max_new_tokens: int,
-            seed: int = 0, desc: str = "trajectories") -> list[dict]:
-    """Decode every prompt with greedy Jacobi at `block_size`, recording all block states."""
-    out = []
-    for i, prompt in enumerate(tqdm(prompts, desc=desc)):
-        result = jacobi_decode(model, prompt, block_size, max_new_tokens, seed=seed + i, record=True)
-        out.append({"prompt": prompt, "blocks": [b.states for b in result.blocks]})
-    return out
+            seed: int = 0, desc: str = "trajectories", workers: int = 1) -> list[dict]:
+    """Decode every prompt with greedy Jacobi at `block_size`, recording all block states.
+
+    Prompt i's initial drafts are seeded with seed + i, so the result is the same for any
+    number of `workers` (CPU processes; on a GPU, one process).
+    """
+    SHARED["collect"] = (model, block_size, max_new_tokens, seed)
+    workers = workers if model.device.type == "cpu" else 1
+    return pmap(_trajectory, list(enumerate(prompts)), workers, desc, chunksize=4)
 
 
 def save(path: Path, trajectories: list[dict]) -> None:
+    """JSON lines, written to a temporary file and renamed: never half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(t) + "\n" for t in trajectories))
+    path.with_suffix(".tmp").write_text("".join(json.dumps(t) + "\n" for t in trajectories))
+    path.with_suffix(".tmp").replace(path)
 
 
 def load(path: Path) -> list[dict]:
