@@ -35,6 +35,19 @@ iteration and no token commits unless it was the argmax on an exact prefix.
   holding v offers the continuation that follows v as an extra row.
 
 With K = 1 and an empty pool this is `jacobi_decode`, forward for forward.
+
+Where this differs from the official inference code (all choices are lossless;
+`official=True` switches to the official behaviour of the first two):
+
+1. The recycling pool lasts the whole decode; the official one is rebuilt for
+   every block (kept for a later block, a rejected draft can still match).
+2. A pseudo block's Jacobi update rewrites all its tokens; the official code
+   freezes the prefix that already agrees with its context and updates the rest.
+3. A new pseudo block is drafted from tokens of the sequence so far (as
+   `jacobi_decode` drafts a block); the official one pads the tail of the real
+   block's draft.
+4. A promoted block keeps its draft (the official code restarts it from
+   random tokens): its tokens were decoded on RA's draft, often correctly.
 """
 import math
 from collections import deque
@@ -43,6 +56,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .jacobi import DecodeResult, check_inputs, eos_ids, initial_draft, keep_count, prefill
+from .sampling import GREEDY
 
 
 @dataclass
@@ -90,20 +104,25 @@ def common_prefix(a: list[int], b: list[int]) -> int:
     return k
 
 
-def forward_rows(model, rows: list[list[int]], cache) -> list[list[int]]:
-    """One forward of B equal-length rows, each appended to the same batch-1 prefix; argmax per position."""
+def forward_rows(model, rows: list[list[int]], cache, pick=GREEDY, context: list[int] = ()) -> list[list[int]]:
+    """One forward of B equal-length rows, each appended to the same batch-1 prefix (`context` in the cache);
+    the pick (argmax) at every position of every row."""
     if len(rows) > 1:
         cache.batch_repeat_interleave(len(rows))  # every row sees its own copy of the exact prefix
     ids = torch.tensor(rows, device=model.device)  # (B, L)
     logits = model(input_ids=ids, past_key_values=cache, use_cache=True).logits  # (B, L, V)
-    return logits.argmax(-1).tolist()
+    return [pick(row_logits, [*context, *row]) for row_logits, row in zip(logits, rows)]
 
 
-def update_pseudo(pseudo: list[Block], g: list[int], offset: int) -> list[Block]:
-    """Jacobi update of every pseudo block; `offset` is where the first one starts in the row."""
+def update_pseudo(pseudo: list[Block], g: list[int], offset: int, freeze: bool = False) -> list[Block]:
+    """Jacobi update of every pseudo block; `offset` is where the first one starts in the row.
+    With `freeze`, the tokens that agreed with their context last time are kept as they are,
+    but for the first: it always takes the update, so that on promotion it is RA's bonus token."""
     updated = []
     for block in pseudo:
         before = g[offset - 1:offset - 1 + len(block.tokens)]  # argmax at the position before each token
+        if freeze:
+            before = before[:1] + block.tokens[1:block.accepted] + before[max(1, block.accepted):]
         updated.append(Block(before, common_prefix(block.tokens, before)))
         offset += len(block.tokens)
     return updated
@@ -131,13 +150,16 @@ def fresh_block(prompt, out, block_size, max_new_tokens, gen) -> Block:
 @torch.inference_mode()
 def multiblock_decode(model, input_ids, block_size: int = 16, max_new_tokens: int = 256, blocks: int = 2,
                       spawn_ratio: float = 0.85, pool_size: int = 4, eos_token_id=None, seed: int = 0,
-                      record: bool = False) -> MultiBlockResult:
-    """Greedy multi-block Jacobi decoding with rejection recycling; output equals greedy AR decoding.
+                      record: bool = False, official: bool = False, pick=GREEDY, stopping=None,
+                      on_chunk=None) -> MultiBlockResult:
+    """Multi-block Jacobi decoding with rejection recycling; output equals AR decoding with the same
+    `pick` (greedy by default; `stopping` and `on_chunk` as in `greedy_decode`).
 
     Returns tokens and, per decoding forward (prefill excluded), the tokens
     committed (`accepted`), how many of them a recycled candidate drafted
     (`recycled`) and how many a promoted pseudo block drafted (`promoted`);
-    with record=True, a `Step` for every forward.
+    with record=True, a `Step` for every forward. `official=True`: a recycling pool per
+    block and frozen pseudo-block prefixes, as the official code (see the module docstring).
     """
     prompt = check_inputs(model, input_ids, max_new_tokens, block_size)
     check_multiblock(blocks, spawn_ratio, pool_size)
@@ -145,8 +167,10 @@ def multiblock_decode(model, input_ids, block_size: int = 16, max_new_tokens: in
         return MultiBlockResult([], steps=[] if record else None)
     eos = eos_ids(model, eos_token_id)
     gen = torch.Generator().manual_seed(seed)  # same draws as jacobi_decode with the same seed
-    cache, y0, stop = prefill(model, prompt, eos)
+    cache, y0, stop = prefill(model, prompt, eos, pick, stopping)
     out = MultiBlockResult([y0], steps=[] if record else None)
+    if on_chunk:
+        on_chunk([y0])
     if stop or max_new_tokens == 1:
         return out
     ra = fresh_block(prompt, out.tokens, block_size, max_new_tokens, gen)
@@ -155,7 +179,8 @@ def multiblock_decode(model, input_ids, block_size: int = 16, max_new_tokens: in
     while True:
         # 1. one forward over every RA row followed by the pseudo blocks
         m, tail = len(ra.tokens), [t for block in pseudo for t in block.tokens]
-        g_rows = forward_rows(model, [row + tail for row in rows], cache)  # (B, m + len(tail))
+        context = prompt + out.tokens[:-1]  # what the cache holds
+        g_rows = forward_rows(model, [row + tail for row in rows], cache, pick, context)  # (B, m + len(tail))
         # 2. keep the row with the longest verified prefix; the cache goes back to batch 1, prefix + row[:acc]
         verified = [1 + common_prefix(row[1:], g[:m - 1]) for row, g in zip(rows, g_rows)]
         b = verified.index(max(verified))
@@ -165,14 +190,16 @@ def multiblock_decode(model, input_ids, block_size: int = 16, max_new_tokens: in
         cache.crop(acc - m - len(tail))  # drop the KV of unverified RA tokens and of every pseudo block
         # 3. commit the verified draft tokens and the correction/bonus token g[acc-1]
         new = draft[1:acc] + [g[acc - 1]]
-        kept, stop = keep_count(new, eos, max_new_tokens - len(out.tokens))
+        kept, stop = keep_count(new, eos, max_new_tokens - len(out.tokens), out.tokens, stopping)
         out.tokens += new[:kept]
+        if on_chunk:
+            on_chunk(new[:kept])
         out.accepted.append(kept)
         out.fed.append(len(rows) * (m + len(tail)))
         out.recycled.append(min(acc - 1, kept) if b > 0 else 0)
         out.promoted.append(min(acc - 1, kept) if carried else 0)
         # 4. Jacobi update of the pseudo blocks, read from the kept row
-        fed_pseudo, pseudo = pseudo, update_pseudo(pseudo, g, m)
+        fed_pseudo, pseudo = pseudo, update_pseudo(pseudo, g, m, freeze=official)
         if record:
             out.steps.append(Step(rows, verified, b, [p.tokens for p in fed_pseudo], [p.accepted for p in pseudo],
                                   kept, out.recycled[-1], out.promoted[-1]))
@@ -180,6 +207,8 @@ def multiblock_decode(model, input_ids, block_size: int = 16, max_new_tokens: in
             return out
         # 5. the next RA draft: the shrunk window after a rejection, else a promoted or a fresh block
         carried = False
+        if official and acc == m:
+            pool.clear()  # the official pool serves one block
         if acc < m:
             ra = Block([g[acc - 1]] + g[acc:m - 1], ra.accepted + acc)
             # 6. rejection recycling: pool this iteration's sequences; entries holding g[acc-1] give extra rows

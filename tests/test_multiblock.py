@@ -72,8 +72,9 @@ MOCK_PROMPT = [0, 1, 2, 3, 4, 5, 7]
 @pytest.mark.parametrize("spawn_ratio", [0.5, 0.85, 1.0])
 @pytest.mark.parametrize("blocks", [1, 2, 3])
 @pytest.mark.parametrize("block_size", [4, 8, 16, 32, 64])
-def test_matches_generate_grid(block_size, blocks, spawn_ratio, pool_size):
-    args = dict(block_size=block_size, blocks=blocks, spawn_ratio=spawn_ratio, pool_size=pool_size)
+@pytest.mark.parametrize("official", [False, True])
+def test_matches_generate_grid(block_size, blocks, spawn_ratio, pool_size, official):
+    args = dict(block_size=block_size, blocks=blocks, spawn_ratio=spawn_ratio, pool_size=pool_size, official=official)
     # EOS inside a block: the model's own EOS (3) comes 17th; the list [36, 3] stops at the 14th token
     for eos, max_new in [(None, 37), ((36, 3), 37), ((), 37), ((), 30)]:
         res = multiblock_decode(model(), PROMPT, max_new_tokens=max_new, eos_token_id=None if eos is None
