@@ -1,13 +1,16 @@
 """jacobi-min commands: `python -m jacobi_min <command> --help` for each one's arguments."""
 import argparse
 import json
+import sys
 from dataclasses import replace
 from pathlib import Path
 
 import torch
 
 from . import bench, demo, figures, pipeline, task, tiny, trajectories
+from .generate import run as run_generate
 from .model import CHECKPOINTS, load
+from .sampling import sampler
 from .train import TrainConfig, evaluate, train
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -28,6 +31,25 @@ def dtype_of(args) -> torch.dtype:
     return DTYPES[args.dtype or ("bfloat16" if args.device.startswith("cuda") else "float32")]
 
 
+def at_least(low, cast=int):
+    """An argparse type: `cast` of the argument, which must be >= low."""
+    def parse(text: str):
+        value = cast(text)
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be >= {low}, got {text}")
+        return value
+    parse.__name__ = cast.__name__  # argparse names it in "invalid int value"
+    return parse
+
+
+def probability(text: str) -> float:
+    """An argparse type: a float in (0, 1]."""
+    value = float(text)
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must lie in (0, 1], got {text}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m jacobi_min", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -38,15 +60,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--problems", type=int, default=6)
     p.add_argument("--block-size", type=int, default=16)
 
-    p = commands.add_parser("train-base", help="train the embedded tiny Qwen2 and its tokenizer (~28 min on 2 cores)")
-    p.add_argument("--out", type=Path, default=CHECKPOINTS / "base")
+    p = commands.add_parser("generate", help="decode your own prompt: text streamed as verified, then TPF and tokens/s")
+    p.add_argument("prompt", nargs="?", help="the prompt; read from stdin when left out")
+    model_args(p, default="jacobi-forcing")
+    p.add_argument("--chat", action="store_true", help="put the prompt in the tokenizer's chat template")
+    p.add_argument("--block-size", type=at_least(1), default=16, help="n, tokens per block")
+    p.add_argument("--blocks", type=at_least(1), default=1, help="K, blocks in flight (the paper's best: 2)")
+    p.add_argument("--pool-size", type=at_least(0), default=0, help="rejection-recycling pool (the paper's: 4)")
+    p.add_argument("--temperature", type=at_least(0.0, float), default=0.0, help="0: greedy")
+    p.add_argument("--top-k", type=at_least(0), default=0, help="0: off")
+    p.add_argument("--top-p", type=probability, default=1.0, help="1: off")
+    p.add_argument("--seed", type=at_least(0), default=0, help="sampling seed: the noise of position t comes from (seed, t)")
+    p.add_argument("--max-new-tokens", type=at_least(1), default=128)
+    p.add_argument("--compare", action="store_true", help="decode again with AR (same sampler): tokens, TPF, tokens/s")
+    p.add_argument("--no-color", action="store_true", help="do not colour each forward's tokens")
+
+    p = commands.add_parser("train-base", help="train the embedded tiny Qwen2 and its tokenizer (~45 min on 2 cores)")
+    p.add_argument("--out", type=Path, default=Path("runs/base"),
+                   help="resumes from OUT/resume.pt when present; jacobi_min/checkpoints/base rebuilds the shipped model")
     p.add_argument("--steps", type=int, default=tiny.BaseConfig.steps)
 
     p = commands.add_parser("collect", help="record Jacobi trajectories of training prompts (JSON lines)")
     model_args(p)
     p.add_argument("--block-size", type=int, default=16)
     p.add_argument("--prompts", type=int, default=pipeline.PipelineConfig.train_prompts)
-    p.add_argument("--max-new-tokens", type=int, default=96)
+    p.add_argument("--max-new-tokens", type=int, default=task.MAX_ANSWER_TOKENS)
     p.add_argument("--out", type=Path, required=True)
 
     p = commands.add_parser("train", help="train on trajectories: Jacobi Forcing or the CLLM-style baseline")
@@ -66,24 +104,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--problems", type=int, default=500)
     p.add_argument("--block-size", type=int, default=16)
 
-    p = commands.add_parser("pipeline", help="progressive Jacobi Forcing (2 rounds) + CLLM baseline + schedule ablation (~35 min)")
-    p.add_argument("--work", type=Path, default=Path("runs"), help="where trajectories are written")
+    p = commands.add_parser("pipeline", help="progressive Jacobi Forcing (2 rounds) + CLLM baseline + ablation (~75 min)")
+    p.add_argument("--work", type=Path, default=Path("runs/pipeline"),
+                   help="trajectories and finished stages; a rerun resumes after the last finished stage")
     p.add_argument("--base", default="base", help="model to start from (embedded name, directory, alias or hub id)")
     p.add_argument("--device", default="cpu", help="cpu or cuda")
-    p.add_argument("--out", type=Path, default=CHECKPOINTS, help="checkpoints go to OUT/jacobi-forcing and OUT/cllm")
+    p.add_argument("--out", type=Path, default=pipeline.PipelineConfig.out,
+                   help="checkpoints go to OUT/jacobi-forcing and OUT/cllm (jacobi_min/checkpoints rebuilds the shipped ones)")
     p.add_argument("--train-prompts", type=int, default=pipeline.PipelineConfig.train_prompts,
                    help="training prompts whose trajectories are collected in each round")
+    p.add_argument("--workers", type=int, default=pipeline.PipelineConfig.workers,
+                   help="CPU processes for trajectory collection and the ablation")
     p.add_argument("--stage", default="all", choices=pipeline.STAGES,
                    help="run one stage only; 'baselines' (CLLM + ablation) needs round 1's trajectories in --work")
-    p = commands.add_parser("bench", help="every method on held-out problems: TPF, speedup, accuracy, cost model (~12 min)")
-    p.add_argument("--problems", type=int, default=bench.BenchConfig.problems)
-    p.add_argument("--block-sizes", type=int, nargs="+", default=[8, 16, 32, 64])
+    p = commands.add_parser("bench", help="every method on held-out problems of each length bucket: TPF, speedup, "
+                                          "accuracy, cost model (~25 min on 2 cores)")
+    p.add_argument("--problems", type=int, default=bench.BenchConfig.problems, help="per length bucket")
+    p.add_argument("--lengths", nargs="+", default=list(task.BUCKETS), choices=list(task.BUCKETS))
+    p.add_argument("--block-sizes", type=int, nargs="+", default=[16, 32])
+    p.add_argument("--workers", type=int, default=2, help="CPU processes (one thread each), one length bucket each")
     device_args(p)
     p.add_argument("--out", type=Path, default=bench.RESULTS / "benchmark.json")
 
-    p = commands.add_parser("sweep", help="multi-block + recycling over (n, K, r, pool) on one model: TPF, speedup (~5 min)")
+    p = commands.add_parser("sweep", help="multi-block + recycling over (n, K, r, pool, ours/official) on one model: "
+                                          "TPF, speedup (~10 min on 2 cores)")
     p.add_argument("--model", default="jacobi-forcing")
     p.add_argument("--problems", type=int, default=bench.SweepConfig.problems)
+    p.add_argument("--length", default=bench.SweepConfig.length, choices=list(task.BUCKETS))
 
     p = commands.add_parser("exactness", help="Jacobi vs generate on real GSM8K + HumanEval prompts (needs requirements-qwen.txt)")
     model_args(p, default="qwen2.5-coder-0.5b-instruct")
@@ -109,26 +156,46 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def generate_command(args) -> None:
+    """Stream the decoded prompt (argument or stdin), then one line of statistics."""
+    text = sys.stdin.read() if args.prompt is None else args.prompt
+    model, tokenizer = load(args.model, args.device, dtype_of(args))
+    if args.chat and not tokenizer.chat_template:
+        sys.exit(f"error: --chat: the tokenizer of {args.model} has no chat template")
+    ids = (tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True,
+                                         return_dict=True) if args.chat else tokenizer(text))["input_ids"]
+    pick = sampler(args.temperature, args.top_k, args.top_p, args.seed)
+    try:
+        run_generate(model, tokenizer, ids, pick, args.block_size, args.blocks, args.pool_size, args.max_new_tokens,
+                     color=sys.stdout.isatty() and not args.no_color, compare=args.compare)
+    except ValueError as err:  # a prompt the model cannot take: empty, or too long for its context
+        sys.exit(f"error: {err}")
+
+
 def main(argv=None):
     args = build_parser().parse_args(argv)
     if args.command == "train-base":
         print(tiny.train_base(args.out, replace(tiny.BaseConfig(), steps=args.steps)))
         return
     if args.command == "bench":
-        cfg = bench.BenchConfig(problems=args.problems, block_sizes=args.block_sizes, device=args.device,
-                                dtype=str(dtype_of(args)).removeprefix("torch."))
+        cfg = bench.BenchConfig(problems=args.problems, lengths=args.lengths, block_sizes=args.block_sizes,
+                                workers=args.workers, device=args.device, dtype=str(dtype_of(args)).removeprefix("torch."))
         print(bench.format_table(bench.run(cfg, args.out)))
         return
     if args.command == "sweep":
-        for row in bench.sweep(bench.SweepConfig(model=args.model, problems=args.problems)):
+        for row in bench.sweep(bench.SweepConfig(model=args.model, problems=args.problems, length=args.length)):
             print(row)
         return
     if args.command == "figures":
         print("\n".join(str(p) for p in figures.build()))
         return
     if args.command == "pipeline":
-        cfg = pipeline.PipelineConfig(base=args.base, device=args.device, out=args.out, train_prompts=args.train_prompts)
+        cfg = pipeline.PipelineConfig(base=args.base, device=args.device, out=args.out,
+                                      train_prompts=args.train_prompts, workers=args.workers)
         print(pipeline.run(cfg, args.work, args.stage))
+        return
+    if args.command == "generate":
+        generate_command(args)
         return
     if args.command == "demo":
         for name in args.models:

@@ -2,21 +2,21 @@
 
 Metrics (DESIGN §2):
 - TPF = tokens committed by decoding forwards / decoding forwards (prefill and its token left out);
-- TPS = generated tokens / generation time, prefill excluded: each prompt's
-  prefill forward is timed on its own and subtracted;
+- TPS = generated tokens / generation time; reported with the prefill excluded (each
+  prompt's prefill forward is timed on its own and subtracted) and included;
 - speedup = TPS(method) / TPS(AR greedy with KV cache), same model size, dtype, device;
-- cost model: L(k) = latency of one forward of k new tokens on a cached
-  context; predicted speedup = (tokens · L(1)) / Σ_forwards L(tokens fed),
+- cost model: L(k) = latency of one forward of k new tokens on a cached context,
+  in steady state on the decoder's own path (forward + argmax + crop, warm,
+  median of many repeats); predicted speedup = (tokens · L(1)) / Σ_forwards L(tokens fed),
   which is TPF · L(1) / L(n_eff) when every forward feeds n_eff tokens.
 
-The problems are split into `chunks`; each chunk gives one TPS per method, and
-the table reports the median and range over chunks. Methods run in the same
-order on every problem, after one warm-up problem.
-
-Accuracy does not depend on the decoder (every method reproduces its model's
-greedy output), so each model's accuracy is also measured once on a larger,
-separate sample (`accuracy_problems`, n = 16): a difference of 2 points on 200
-problems is 4 problems, within the noise of one draw.
+Every length bucket (`task.BUCKETS`) gets its own held-out problems and runs
+in its own CPU process of one thread (`workers` at a time); within a process
+the methods run in the same order on every problem, after one warm-up
+problem, so each speedup is a ratio measured interleaved. The problems are
+split into `chunks`; each chunk gives one TPS per method, and the table
+reports the median and range over chunks. Accuracy does not depend on the
+decoder (every method reproduces its model's greedy output).
 """
 import json
 import platform
@@ -31,10 +31,10 @@ from tqdm import tqdm
 from transformers import DynamicCache
 
 from . import task
-from .jacobi import DecodeResult, greedy_decode, jacobi_decode
+from .jacobi import DecodeResult, forward_argmax, greedy_decode, jacobi_decode
 from .model import load
 from .multiblock import multiblock_decode
-from .train import evaluate
+from .workers import SHARED, pmap
 
 RESULTS = Path(__file__).parent.parent / "figures" / "results"
 MULTIBLOCK = {"blocks": 2, "spawn_ratio": 0.25, "pool_size": 4}  # among the best TPF of the sweep
@@ -43,15 +43,17 @@ MODELS = ("base", "cllm", "jacobi-forcing")
 
 @dataclass
 class BenchConfig:
-    problems: int = 200
-    block_sizes: list[int] = field(default_factory=lambda: [8, 16, 32, 64])
+    problems: int = 300  # per length bucket
+    lengths: list[str] = field(default_factory=lambda: list(task.BUCKETS))
+    block_sizes: list[int] = field(default_factory=lambda: [16, 32])
     chunks: int = 5
-    max_new_tokens: int = 96
+    max_new_tokens: int = task.MAX_ANSWER_TOKENS
     prompt_lookup_tokens: int = 10
     multiblock: dict = field(default_factory=lambda: dict(MULTIBLOCK))
-    cost_ks: list[int] = field(default_factory=lambda: list(range(1, 129)))
-    accuracy_problems: int = 2000
-    accuracy_seed: int = 5  # a draw of its own (the pipeline's settings were chosen on seed 4)
+    cost_ks: list[int] = field(default_factory=lambda: [1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128])
+    cost_context: int = 160  # tokens in the cache while L(k) is measured: about a mean answer's midpoint
+    workers: int = 2
+    seed: int = 0
     device: str = "cpu"
     dtype: str = "float32"
 
@@ -87,8 +89,6 @@ def methods(models: dict, cfg: BenchConfig) -> list[dict]:
     base, cllm, jf = models["base"], models["cllm"], models["jacobi-forcing"]
     rows = [
         {"method": "AR", "model": "base", "n": 1, "run": lambda ids: greedy_decode(base, ids, n_max)},
-        {"method": "AR generate", "model": "base", "n": 1,
-         "run": lambda ids: generate_result(base, models["counter"]["base"], ids, n_max)},
         {"method": "prompt lookup", "model": "jacobi-forcing", "n": cfg.prompt_lookup_tokens,
          "run": lambda ids: generate_result(jf, models["counter"]["jacobi-forcing"], ids, n_max,
                                             prompt_lookup_num_tokens=cfg.prompt_lookup_tokens)},
@@ -128,18 +128,22 @@ def prefill_time(model, ids: list[int]) -> float:
 
 
 @torch.inference_mode()
-def cost_model(model, ks: list[int], context: int = 64, repeats: int = 5) -> list[float]:
-    """L(k) in seconds: median latency of one forward of k tokens after `context` cached tokens."""
+def cost_model(model, ks: list[int], context: int = 160, repeats: int = 30, warmup: int = 5) -> list[float]:
+    """L(k) in seconds, in steady state: the median over `repeats` of one decoding step of k
+    tokens on `context` cached tokens (forward + argmax + crop, as the decoder does), after
+    `warmup` untimed steps."""
     ids = torch.arange(context, device=model.device)[None] % model.config.vocab_size
+    cache = DynamicCache(config=model.config)
+    model(input_ids=ids, past_key_values=cache, use_cache=True)
     latencies = []
     for k in tqdm(ks, desc="cost model L(k)"):
-        block = torch.arange(k, device=model.device)[None] % model.config.vocab_size
+        block = [(7 * i) % model.config.vocab_size for i in range(k)]
         runs = []
-        for _ in range(repeats):
-            cache = DynamicCache(config=model.config)
-            model(input_ids=ids, past_key_values=cache, use_cache=True)
-            runs.append(timed(lambda: model(input_ids=block, past_key_values=cache, use_cache=True))[1])
-        latencies.append(statistics.median(runs))
+        for r in range(warmup + repeats):
+            seconds = timed(forward_argmax, model, block, cache)[1]
+            cache.crop(context)
+            runs.append(seconds)
+        latencies.append(statistics.median(runs[warmup:]))
     return latencies
 
 
@@ -151,117 +155,157 @@ def predicted_speedup(fed: list[int], tokens: int, latency: list[float], ks: lis
     return tokens * table[1] / sum(cost(k) for k in fed)
 
 
-def summarise(row: dict, chunk_tps: list[float], ar_tps: list[float], latency, ks) -> dict:
-    speedups = [m / a for m, a in zip(chunk_tps, ar_tps)]
+def summarise(row: dict, ar: dict, latency, ks) -> dict:
+    """One method's table row; speedups per chunk against AR's chunk, prefill excluded and included."""
+    tps = [t / s for t, s, _ in row["chunks"]]
+    speedups = [(t / s) / (a / b) for (t, s, _), (a, b, _) in zip(row["chunks"], ar["chunks"])]
+    with_prefill = [(t / s) / (a / b) for (t, _, s), (a, _, b) in zip(row["chunks"], ar["chunks"])]
     return {
         "method": row["method"], "model": row["model"], "block_size": row["n"],
         "tpf": row["tokens"] / row["forwards"], "accuracy": row["correct"] / row["problems"],
-        "tps_median": statistics.median(chunk_tps), "tps_range": [min(chunk_tps), max(chunk_tps)],
+        "tps_median": statistics.median(tps), "tps_range": [min(tps), max(tps)],
         "speedup_median": statistics.median(speedups), "speedup_range": [min(speedups), max(speedups)],
+        "speedup_with_prefill_median": statistics.median(with_prefill),
+        "speedup_with_prefill_range": [min(with_prefill), max(with_prefill)],
         "predicted_speedup": predicted_speedup(row["fed"], row["tokens"], latency, ks) if row["fed"] else None,
         "tokens": row["tokens"], "forwards": row["forwards"], "identical_to_first_method_of_model": row["identical"],
         "accepted_histogram": row["hist"],
     }
 
 
-def run(cfg: BenchConfig = BenchConfig(), out: Path | None = RESULTS / "benchmark.json") -> dict:
-    """Run every method on cfg.problems held-out problems; write and return the results."""
+def record(row: dict, result: DecodeResult, seconds: float, prefill: float, correct: bool, reference: list[int]) -> None:
+    """Add one problem's decode to a method's running totals (its chunk's tokens and times too)."""
+    row["chunks"][-1][0] += len(result.tokens) - 1
+    row["chunks"][-1][1] += max(seconds - prefill, 1e-9)
+    row["chunks"][-1][2] += seconds
+    row["tokens"] += len(result.tokens) - 1
+    row["forwards"] += result.forwards
+    row["correct"] += correct
+    row["problems"] += 1
+    row["identical"] += result.tokens == reference
+    row["fed"] += result.fed
+    for a in result.accepted if result.fed else []:  # per-forward counts unknown inside generate
+        row["hist"][str(a)] = row["hist"].get(str(a), 0) + 1
+
+
+def run_bucket(length: str) -> dict:
+    """Every method on cfg.problems held-out problems of one length bucket: the raw totals."""
+    cfg = SHARED["bench"]
     dtype = getattr(torch, cfg.dtype)
     models = {name: load(name, cfg.device, dtype)[0] for name in MODELS}
     tokenizer = load("base")[1]
-    models["counter"] = {name: ForwardCounter(models[name]) for name in ("base", "jacobi-forcing")}
+    models["counter"] = {"jacobi-forcing": ForwardCounter(models["jacobi-forcing"])}
     rows = methods(models, cfg)
     for row in rows:
         row.update(tokens=0, forwards=0, correct=0, problems=0, identical=0, fed=[], hist={}, chunks=[])
-    problems = task.problems("test", cfg.problems)
-    warm = tokenizer(problems[0].prompt)["input_ids"]
+    problems = task.problems("test", cfg.problems, seed=cfg.seed, length=length)
     for row in rows:
-        row["run"](warm)
+        row["run"](tokenizer(problems[0].prompt)["input_ids"])  # warm-up
     chunk = max(1, len(problems) // cfg.chunks)
-    for i, p in enumerate(tqdm(problems, desc="benchmark")):
+    for i, p in enumerate(tqdm(problems, desc=f"benchmark ({length})")):
         ids = tokenizer(p.prompt)["input_ids"]
         pre = prefill_time(models["base"], ids)
         references = {}
         for row in rows:
             result, seconds = timed(row["run"], ids)
-            reference = references.setdefault(row["model"], result.tokens)
             if i % chunk == 0 and len(row["chunks"]) < cfg.chunks:
-                row["chunks"].append([0, 0.0])
-            row["chunks"][-1][0] += len(result.tokens) - 1
-            row["chunks"][-1][1] += max(seconds - pre, 1e-9)
-            row["tokens"] += len(result.tokens) - 1
-            row["forwards"] += result.forwards
-            row["correct"] += task.is_correct(tokenizer.decode(result.tokens), p.answer)
-            row["problems"] += 1
-            row["identical"] += result.tokens == reference
-            row["fed"] += result.fed
-            for a in result.accepted if result.fed else []:  # per-forward counts unknown inside generate
-                key = str(a)
-                row["hist"][key] = row["hist"].get(key, 0) + 1
-    latency = cost_model(models["base"], cfg.cost_ks)
-    held_out = task.problems("test", cfg.accuracy_problems, seed=cfg.accuracy_seed)
-    accuracy = {name: evaluate(models[name], tokenizer, held_out, 16) for name in MODELS}
-    ar_tps = [t / s for t, s in rows[0]["chunks"]]
-    table = [summarise(r, [t / s for t, s in r["chunks"]], ar_tps, latency, cfg.cost_ks) for r in rows]
-    results = {"meta": meta(cfg), "methods": table, "cost_model": {"k": cfg.cost_ks, "latency_s": latency},
-               "accuracy": accuracy}
+                row["chunks"].append([0, 0.0, 0.0])
+            correct = task.is_correct(tokenizer.decode(result.tokens), p.answer)
+            record(row, result, seconds, pre, correct, references.setdefault(row["model"], result.tokens))
+    return {"rows": [{k: v for k, v in r.items() if k != "run"} for r in rows],
+            "answer_tokens": rows[0]["tokens"] / len(problems) + 1}
+
+
+def run(cfg: BenchConfig = BenchConfig(), out: Path | None = RESULTS / "benchmark.json") -> dict:
+    """Run every method on every length bucket; write and return the results."""
+    SHARED["bench"] = cfg
+    workers = cfg.workers if cfg.device == "cpu" else 1
+    raw = pmap(run_bucket, cfg.lengths, workers, "length buckets")
+    torch.set_num_threads(1 if workers > 1 else torch.get_num_threads())  # L(k) on the timed runs' threads
+    latency = cost_model(load("base", cfg.device, getattr(torch, cfg.dtype))[0], cfg.cost_ks, cfg.cost_context)
+    buckets = {}
+    for length, bucket in zip(cfg.lengths, raw):
+        ar = bucket["rows"][0]
+        buckets[length] = {"problems": cfg.problems, "answer_tokens": bucket["answer_tokens"],
+                           "methods": [summarise(r, ar, latency, cfg.cost_ks) for r in bucket["rows"]]}
+    results = {"meta": meta(cfg, threads=1 if workers > 1 else torch.get_num_threads()), "buckets": buckets,
+               "cost_model": {"k": cfg.cost_ks, "latency_s": latency, "context": cfg.cost_context}}
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(results, indent=1))
     return results
 
 
-def meta(cfg: BenchConfig) -> dict:
-    return {"config": asdict(cfg), "device": cfg.device, "dtype": cfg.dtype, "threads": torch.get_num_threads(),
+def meta(cfg: BenchConfig, threads: int) -> dict:
+    return {"config": asdict(cfg), "device": cfg.device, "dtype": cfg.dtype, "threads": threads,
             "processor": platform.processor() or platform.machine(), "python": platform.python_version(),
             "torch": torch.__version__, "transformers": transformers.__version__,
-            "date": time.strftime("%Y-%m-%d"), "prefill": "excluded (timed separately and subtracted)"}
+            "date": time.strftime("%Y-%m-%d"),
+            "prefill": "speedup excludes it (timed separately and subtracted); speedup_with_prefill includes it"}
 
 
 def format_table(results: dict) -> str:
-    lines = [f"{'method':22s} {'model':15s} {'n':>3s} {'TPF':>6s} {'speedup':>8s} {'range':>13s} "
-             f"{'predicted':>9s} {'accuracy':>8s}"]
-    for r in results["methods"]:
-        pred = f"{r['predicted_speedup']:.2f}x" if r["predicted_speedup"] else "-"
-        lines.append(f"{r['method']:22s} {r['model']:15s} {r['block_size']:3d} {r['tpf']:6.2f} "
-                     f"{r['speedup_median']:7.2f}x [{r['speedup_range'][0]:.2f}, {r['speedup_range'][1]:.2f}] "
-                     f"{pred:>9s} {100 * r['accuracy']:7.1f}%")
-    problems = results["meta"]["config"]["accuracy_problems"]
-    for name, scores in results["accuracy"].items():
-        lines.append(f"accuracy of {name} on {problems} other held-out problems: {100 * scores['accuracy']:.2f}%")
+    lines = []
+    for length, bucket in results["buckets"].items():
+        lo, hi = task.BUCKETS[length]
+        lines.append(f"{length} answers ({lo}-{hi} tokens, mean {bucket['answer_tokens']:.0f}), "
+                     f"{bucket['problems']} held-out problems")
+        lines.append(f"  {'method':22s} {'model':15s} {'n':>3s} {'TPF':>6s} {'speedup':>8s} {'range':>13s} "
+                     f"{'+prefill':>8s} {'predicted':>9s} {'accuracy':>8s}")
+        for r in bucket["methods"]:
+            pred = f"{r['predicted_speedup']:.2f}x" if r["predicted_speedup"] else "-"
+            lines.append(f"  {r['method']:22s} {r['model']:15s} {r['block_size']:3d} {r['tpf']:6.2f} "
+                         f"{r['speedup_median']:7.2f}x [{r['speedup_range'][0]:.2f}, {r['speedup_range'][1]:.2f}] "
+                         f"{r['speedup_with_prefill_median']:7.2f}x {pred:>9s} {100 * r['accuracy']:7.1f}%")
     return "\n".join(lines)
 
 
 @dataclass
 class SweepConfig:
     model: str = "jacobi-forcing"
-    problems: int = 50
-    block_sizes: list[int] = field(default_factory=lambda: [8, 16, 32])
+    problems: int = 30
+    length: str = "long"
+    block_sizes: list[int] = field(default_factory=lambda: [16, 32])
     blocks: list[int] = field(default_factory=lambda: [1, 2, 3])
-    spawn_ratios: list[float] = field(default_factory=lambda: [0.25, 0.5, 0.85])
+    spawn_ratios: list[float] = field(default_factory=lambda: [0.25, 0.85])
     pool_sizes: list[int] = field(default_factory=lambda: [0, 4])
-    max_new_tokens: int = 96
+    max_new_tokens: int = task.MAX_ANSWER_TOKENS
+    workers: int = 2
 
 
-def sweep(cfg: SweepConfig = SweepConfig(), out: Path | None = RESULTS / "multiblock_sweep.json") -> list[dict]:
-    """TPF and speedup over AR of multi-block + recycling for every (n, K, r, pool), on one model."""
+def sweep_settings(cfg: SweepConfig, n: int) -> list[tuple]:
+    """(n, K, r, pool, official) to measure: r only matters with K > 1, `official` with K > 1 or a pool."""
+    return [(n, k, r, pool, official) for k in cfg.blocks for r in cfg.spawn_ratios for pool in cfg.pool_sizes
+            for official in (False, True)
+            if (k > 1 or r == cfg.spawn_ratios[0]) and (not official or k > 1 or pool > 0)]
+
+
+def sweep_block_size(n: int) -> list[dict]:
+    cfg = SHARED["sweep"]
     model, tokenizer = load(cfg.model)
-    prompts = [tokenizer(p.prompt)["input_ids"] for p in task.problems("test", cfg.problems)]
-    grid = [(n, k, r, pool) for n in cfg.block_sizes for k in cfg.blocks for r in cfg.spawn_ratios
-            for pool in cfg.pool_sizes if k > 1 or r == cfg.spawn_ratios[0]]  # r is unused with one block
+    prompts = [tokenizer(p.prompt)["input_ids"] for p in task.problems("test", cfg.problems, length=cfg.length)]
     rows = []
-    for n, k, r, pool in tqdm(grid, desc="multi-block sweep"):
+    for n, k, r, pool, official in sweep_settings(cfg, n):
         tokens = forwards = 0
         ar_time = method_time = 0.0
         for ids in prompts:
             ar, t_ar = timed(greedy_decode, model, ids, cfg.max_new_tokens)
-            result, t = timed(lambda: multiblock_decode(model, ids, n, cfg.max_new_tokens, k, r, pool))
+            result, t = timed(lambda: multiblock_decode(model, ids, n, cfg.max_new_tokens, k, r, pool, official=official))
             assert result.tokens == ar.tokens, "multi-block decoding diverged from greedy decoding"
             tokens, forwards = tokens + sum(result.accepted), forwards + result.forwards
             ar_time, method_time = ar_time + t_ar, method_time + t
-        rows.append({"block_size": n, "blocks": k, "spawn_ratio": r, "pool_size": pool,
+        rows.append({"block_size": n, "blocks": k, "spawn_ratio": r, "pool_size": pool, "official": official,
                      "tpf": tokens / forwards, "speedup": ar_time / method_time})
+    return rows
+
+
+def sweep(cfg: SweepConfig = SweepConfig(), out: Path | None = RESULTS / "multiblock_sweep.json") -> list[dict]:
+    """TPF and speedup over AR of multi-block + recycling for every (n, K, r, pool), ours and the
+    official variant, on one model and length bucket (one process per block size)."""
+    SHARED["sweep"] = cfg
+    rows = [row for part in pmap(sweep_block_size, cfg.block_sizes, cfg.workers, "multi-block sweep") for row in part]
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps({"model": cfg.model, "problems": cfg.problems, "rows": rows}, indent=1))
+        out.write_text(json.dumps({"model": cfg.model, "problems": cfg.problems, "length": cfg.length, "rows": rows},
+                                  indent=1))
     return rows

@@ -24,7 +24,7 @@ def trajectory_lines(block: BlockTrajectory, tokenizer, width: int = 110) -> lis
     return lines
 
 
-def run(model, tokenizer, name: str, problems: int = 6, block_size: int = 16, max_new_tokens: int = 96) -> dict:
+def run(model, tokenizer, name: str, problems: int = 6, block_size: int = 16, max_new_tokens: int = task.MAX_ANSWER_TOKENS) -> dict:
     """Decode held-out problems with AR and Jacobi; print the comparison; return the totals."""
     print(f"model: {name} ({sum(p.numel() for p in model.parameters()) / 1e6:.1f}M parameters), "
           f"block size n = {block_size}, {model.device}, {torch.get_num_threads()} threads, {model.dtype}")

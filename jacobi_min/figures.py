@@ -16,6 +16,8 @@ from .plots import acceptance_histogram
 
 FIGURES = Path(__file__).parent.parent / "figures"
 JACOBI_METHODS = ["Jacobi (base)", "CLLM-style", "CLLM-style + MR", "Jacobi Forcing", "Jacobi Forcing + MR"]
+COLORS = {"AR": "grey", "prompt lookup": "#9467bd", "Jacobi (base)": "#1f77b4", "CLLM-style": "#ff7f0e",
+          "CLLM-style + MR": "#d4a017", "Jacobi Forcing": "#2ca02c", "Jacobi Forcing + MR": "#d62728"}
 
 
 def save(fig, path: Path) -> None:
@@ -24,79 +26,114 @@ def save(fig, path: Path) -> None:
     plt.close(fig)
 
 
-def by_method(results: dict) -> dict[str, list[dict]]:
-    rows = {}
-    for r in results["methods"]:
-        rows.setdefault(r["method"], []).append(r)
-    return rows
+def by_method(rows: list[dict]) -> dict[str, list[dict]]:
+    out = {}
+    for r in rows:
+        out.setdefault(r["method"], []).append(r)
+    return out
 
 
-def metric_vs_block(results: dict, key: str, ylabel: str, path: Path) -> None:
-    fig, ax = plt.subplots(figsize=(6, 4))
-    rows = by_method(results)
-    for method in JACOBI_METHODS:
-        pts = sorted(rows.get(method, []), key=lambda r: r["block_size"])
-        ax.plot([r["block_size"] for r in pts], [r[key] for r in pts], marker="o", label=method)
-    for method in ("prompt lookup", "AR"):
-        if method in rows:
-            ax.axhline(rows[method][0][key], ls="--", lw=1, color="grey" if method == "AR" else "purple", label=method)
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("block size n")
+def bucket_label(length: str, bucket: dict) -> str:
+    return f"{length}\n(mean {bucket['answer_tokens']:.0f} tokens)"
+
+
+def metric_vs_length(results: dict, key: str, ylabel: str, path: Path) -> None:
+    """One line per method and block size across the length buckets; error bars: the range over
+    chunks of problems where the results hold one (speedups)."""
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    buckets = results["buckets"]
+    x = range(len(buckets))
+    names = list(buckets)
+    sizes = sorted({r["block_size"] for b in buckets.values() for r in b["methods"] if r["method"] in JACOBI_METHODS})
+    for method in ["AR", "prompt lookup"] + JACOBI_METHODS:
+        for n, style in zip(sizes if method in JACOBI_METHODS else [None], ["-", "--", ":"]):
+            rows = [next(r for r in buckets[b]["methods"] if r["method"] == method and n in (None, r["block_size"]))
+                    for b in names]
+            y = [r[key] for r in rows]
+            err = None
+            if f"{key.removesuffix('_median')}_range" in rows[0]:
+                lo_hi = [r[f"{key.removesuffix('_median')}_range"] for r in rows]
+                err = [[v - lo for v, (lo, _) in zip(y, lo_hi)], [hi - v for v, (_, hi) in zip(y, lo_hi)]]
+            label = method if n is None else f"{method}, n = {n}"
+            ax.errorbar(x, y, yerr=err, ls=style, marker="o", capsize=3, color=COLORS[method], label=label)
+    ax.set_xticks(list(x), [bucket_label(b, buckets[b]) for b in names])
+    ax.set_xlabel("answer length bucket")
     ax.set_ylabel(ylabel)
-    ax.legend(fontsize=8)
-    ax.set_title(f"{ylabel} vs block size ({results['meta']['device']}, {results['meta']['dtype']})")
+    ax.legend(fontsize=7, ncol=2)
+    meta = results["meta"]
+    ax.set_title(f"{ylabel} vs answer length ({meta['device']}, {meta['dtype']}, {meta['threads']} thread)", fontsize=10)
     save(fig, path)
 
 
 def accuracy_vs_speedup(results: dict, path: Path) -> None:
-    """Speedup on the timed problems; accuracy of the method's model on the larger accuracy sample."""
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for method, rows in by_method(results).items():
-        best = max(rows, key=lambda r: r["speedup_median"])
-        accuracy = results["accuracy"][best["model"]]["accuracy"]
-        ax.scatter(best["speedup_median"], 100 * accuracy, s=60, label=f"{method} (n={best['block_size']})")
-    ax.set_xlabel("wall-clock speedup over AR (median)")
-    ax.set_ylabel(f"accuracy on {results['meta']['config']['accuracy_problems']} held-out problems (%)")
-    ax.set_title("accuracy vs speedup, best block size per method")
-    ax.legend(fontsize=7)
+    """Every method and block size, one panel per length bucket; x error bars: range over chunks."""
+    buckets = results["buckets"]
+    fig, axes = plt.subplots(1, len(buckets), figsize=(5 * len(buckets), 4.2), sharey=True)
+    for ax, (length, bucket) in zip(axes if len(buckets) > 1 else [axes], buckets.items()):
+        for r in bucket["methods"]:
+            lo, hi = r["speedup_range"]
+            marker = "o" if r["block_size"] <= 16 else "s"
+            ax.errorbar(r["speedup_median"], 100 * r["accuracy"], xerr=[[r["speedup_median"] - lo], [hi - r["speedup_median"]]],
+                        marker=marker, capsize=3, ls="none", color=COLORS[r["method"]],
+                        label=f"{r['method']} ({r['model']}, n = {r['block_size']})")
+        ax.set_xlabel("wall-clock speedup over AR (median, prefill excluded)")
+        ax.set_title(f"{length} answers, {bucket['problems']} problems", fontsize=10)
+    axes_list = axes if len(buckets) > 1 else [axes]
+    axes_list[0].set_ylabel("accuracy (%)")
+    axes_list[-1].legend(fontsize=6, loc="lower right")
     save(fig, path)
 
 
-def acceptance(results: dict, path: Path, block_size: int = 16) -> None:
+def acceptance(results: dict, path: Path, length: str = "long", block_size: int = 16) -> None:
     fig, ax = plt.subplots(figsize=(7, 4))
     counts = {}
-    for r in results["methods"]:
+    for r in results["buckets"][length]["methods"]:
         if r["block_size"] == block_size and r["method"] in JACOBI_METHODS:
             counts[r["method"]] = [int(k) for k, v in r["accepted_histogram"].items() for _ in range(v)]
     acceptance_histogram(ax, counts, max_count=block_size)
-    ax.set_title(f"new tokens per forward at n = {block_size}")
+    ax.set_title(f"new tokens per forward at n = {block_size}, {length} answers")
     save(fig, path)
 
 
 def cost_model(results: dict, path: Path) -> None:
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-    ks, lat = results["cost_model"]["k"], results["cost_model"]["latency_s"]
-    left.plot(ks, [1000 * t for t in lat])
+    costs = results["cost_model"]
+    left.plot(costs["k"], [1000 * t for t in costs["latency_s"]], marker=".")
     left.set_xlabel("tokens in one forward, k")
     left.set_ylabel("latency L(k) (ms)")
-    left.set_title("cost of one forward on a cached context")
-    rows = [r for r in results["methods"] if r["predicted_speedup"] is not None and r["method"] != "AR"]
-    for method, pts in by_method({"methods": rows}).items():
-        right.scatter([r["predicted_speedup"] for r in pts], [r["speedup_median"] for r in pts], label=method)
+    left.set_title(f"steady-state decoding step on {costs['context']} cached tokens", fontsize=10)
+    rows = [r for b in results["buckets"].values() for r in b["methods"]
+            if r["predicted_speedup"] is not None and r["method"] != "AR"]
+    for method, pts in by_method(rows).items():
+        right.scatter([r["predicted_speedup"] for r in pts], [r["speedup_median"] for r in pts],
+                      color=COLORS[method], label=method)
     top = max([r["predicted_speedup"] for r in rows] + [r["speedup_median"] for r in rows] + [1.0])
     right.plot([0, top], [0, top], ls="--", color="grey", label="measured = predicted")
     right.set_xlabel("predicted speedup  TPF·L(1)/L(n_eff)")
     right.set_ylabel("measured speedup")
+    right.set_title("every method, block size and length bucket", fontsize=10)
     right.legend(fontsize=7)
     save(fig, path)
 
 
 def ablation(data: dict, path: Path) -> None:
-    fig, ax = plt.subplots(figsize=(5, 3.5))
-    kinds = list(data["schedules"])
-    ax.bar(kinds, [data["schedules"][k]["iterations_per_token"] for k in kinds], color="#5b8def")
+    """Mean iterations per token over seeds (bars), each seed (dots), min-max (error bars)."""
+    fig, ax = plt.subplots(figsize=(8, 4))
+    names = list(data["runs"])
+    for i, name in enumerate(names):
+        values = [r["iterations_per_token"] for r in data["runs"][name]]
+        mean = sum(values) / len(values)
+        ax.bar(i, mean, color="#5b8def" if i < 3 else "#b0b0b0",
+               yerr=[[mean - min(values)], [max(values) - mean]], capsize=4)
+        ax.scatter([i] * len(values), values, color="black", s=12, zorder=3)
+        accuracy = sum(r["accuracy"] for r in data["runs"][name]) / len(values)
+        ax.text(i, max(values), f"{100 * accuracy:.0f}%\n", ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(range(len(names)), [f"{n}\n({len(data['runs'][n])} seed{'s' * (len(data['runs'][n]) > 1)})" for n in names],
+                  fontsize=8)
     ax.set_ylabel("iterations per token (lower is better)")
-    ax.set_title(f"noise schedule ablation ({data['steps']} steps, n = {data['block_size']})")
+    ax.set_title(f"round-1 ablation: {data['steps']} steps, n = {data['block_size']}, {data['problems']} held-out "
+                 f"{data['length']} answers (accuracy above the bars)", fontsize=9)
+    ax.margins(y=0.15)
     save(fig, path)
 
 
@@ -108,7 +145,7 @@ def training_curves(logs: dict[str, list[dict]], path: Path) -> None:
         tpf.plot([r["step"] for r in evals], [r["tpf"] for r in evals], marker="o", label=name)
         accuracy.plot([r["step"] for r in evals], [100 * r["accuracy"] for r in evals], marker="o", label=name)
     loss.set_yscale("log")
-    loss.set_ylabel("λ·L_AR + L_c/T")
+    loss.set_ylabel("λ·L_AR + L_c")
     tpf.set_ylabel("held-out TPF, greedy Jacobi at n = 16")
     accuracy.set_ylabel("held-out accuracy (%)")
     for ax in (loss, tpf, accuracy):
@@ -167,8 +204,8 @@ def build(results_dir: Path = FIGURES / "results", out_dir: Path = FIGURES, chec
     bench = results_dir / "benchmark.json"
     if bench.exists():
         results = json.loads(bench.read_text())
-        jobs = {"speedup_vs_block_size.png": lambda p: metric_vs_block(results, "speedup_median", "speedup over AR", p),
-                "tpf_vs_block_size.png": lambda p: metric_vs_block(results, "tpf", "tokens per forward", p),
+        jobs = {"speedup_vs_answer_length.png": lambda p: metric_vs_length(results, "speedup_median", "speedup over AR", p),
+                "tpf_vs_answer_length.png": lambda p: metric_vs_length(results, "tpf", "tokens per forward", p),
                 "accuracy_vs_speedup.png": lambda p: accuracy_vs_speedup(results, p),
                 "acceptance_histogram.png": lambda p: acceptance(results, p),
                 "cost_model.png": lambda p: cost_model(results, p)}

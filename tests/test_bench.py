@@ -3,52 +3,64 @@ import json
 
 import pytest
 
-from jacobi_min import bench, figures
+import jacobi_min
+from jacobi_min import bench, figures, task
+from tests.conftest import generate_greedy
 
-METHODS = {"AR", "AR generate", "prompt lookup", "Jacobi (base)", "CLLM-style", "CLLM-style + MR", "Jacobi Forcing",
-           "Jacobi Forcing + MR"}
+METHODS = {"AR", "prompt lookup", "Jacobi (base)", "CLLM-style", "CLLM-style + MR", "Jacobi Forcing", "Jacobi Forcing + MR"}
 
 
 @pytest.fixture(scope="module")
 def tiny_results(tmp_path_factory):
     out = tmp_path_factory.mktemp("results") / "benchmark.json"
-    cfg = bench.BenchConfig(problems=3, block_sizes=[4, 16], chunks=1, cost_ks=[1, 2, 4, 8, 16, 32],
-                            accuracy_problems=3, accuracy_seed=0)  # the timed problems again
+    cfg = bench.BenchConfig(problems=2, block_sizes=[4, 16], chunks=1, cost_ks=[1, 2, 4, 8, 16, 32])
     bench.run(cfg, out)
     return out
 
 
 def test_results_file_schema(tiny_results):
     results = json.loads(tiny_results.read_text())
-    assert set(results) == {"meta", "methods", "cost_model", "accuracy"}
+    assert set(results) == {"meta", "buckets", "cost_model"}
     assert {"device", "dtype", "threads", "torch", "transformers", "prefill"} <= set(results["meta"])
-    assert {r["method"] for r in results["methods"]} == METHODS
+    assert list(results["buckets"]) == list(task.BUCKETS)
     assert len(results["cost_model"]["k"]) == len(results["cost_model"]["latency_s"]) == 6
-    for r in results["methods"]:
-        assert {"method", "model", "block_size", "tpf", "accuracy", "tps_median", "tps_range", "speedup_median",
-                "speedup_range", "predicted_speedup", "tokens", "forwards", "accepted_histogram"} <= set(r)
-        assert 0.0 <= r["accuracy"] <= 1.0 and r["tpf"] >= 1.0 - 1e-9
-        assert r["tps_range"][0] <= r["tps_median"] <= r["tps_range"][1]
-    ar = next(r for r in results["methods"] if r["method"] == "AR")
-    assert ar["tpf"] == 1.0 and ar["speedup_median"] == 1.0 and ar["predicted_speedup"] == pytest.approx(1.0)
-    # lossless methods agree with the first method run on the same model
-    for r in results["methods"]:
-        assert r["identical_to_first_method_of_model"] == 3
-    assert len(bench.format_table(results).splitlines()) == 1 + len(results["methods"]) + 3
+    for length, bucket in results["buckets"].items():
+        lo, hi = task.BUCKETS[length]
+        assert lo <= bucket["answer_tokens"] <= hi
+        assert {r["method"] for r in bucket["methods"]} == METHODS
+        for r in bucket["methods"]:
+            assert {"method", "model", "block_size", "tpf", "accuracy", "tps_median", "tps_range", "speedup_median",
+                    "speedup_range", "speedup_with_prefill_median", "predicted_speedup", "tokens", "forwards",
+                    "accepted_histogram"} <= set(r)
+            assert r["tps_range"][0] <= r["tps_median"] <= r["tps_range"][1]
+            assert r["identical_to_first_method_of_model"] == 2  # lossless: the model's first method's output
+        ar = bucket["methods"][0]
+        assert ar["method"] == "AR" and ar["tpf"] == 1.0 and ar["speedup_median"] == 1.0
+        assert ar["predicted_speedup"] == pytest.approx(1.0)
+        for r in bucket["methods"]:  # accuracy is the model's: every decoder reproduces its greedy output
+            same_model = [m["accuracy"] for m in bucket["methods"] if m["model"] == r["model"]]
+            assert same_model == [r["accuracy"]] * len(same_model)
+    assert len(bench.format_table(results).splitlines()) == sum(2 + len(b["methods"]) for b in results["buckets"].values())
 
 
-def test_separate_accuracy_sample_agrees_with_every_decoder(tiny_results):
-    """On the same problems, each model's accuracy equals that of every method run on it (all are lossless)."""
-    results = json.loads(tiny_results.read_text())
-    assert set(results["accuracy"]) == {"base", "cllm", "jacobi-forcing"}
-    for r in results["methods"]:
-        assert r["accuracy"] == results["accuracy"][r["model"]]["accuracy"]
+def test_bench_decoders_equal_generate_on_every_model():
+    """Every Jacobi method of the benchmark reproduces `generate` of its model, on held-out prompts of every bucket."""
+    models = {name: jacobi_min.load(name)[0] for name in bench.MODELS}
+    tokenizer = jacobi_min.load()[1]
+    models["counter"] = {"jacobi-forcing": bench.ForwardCounter(models["jacobi-forcing"])}
+    rows = bench.methods(models, bench.BenchConfig(block_sizes=[16]))
+    for length in task.BUCKETS:
+        ids = tokenizer(task.problems("test", 1, seed=7, length=length)[0].prompt)["input_ids"]
+        expected = {name: generate_greedy(models[name], ids, task.MAX_ANSWER_TOKENS) for name in bench.MODELS}
+        for row in rows:
+            assert row["run"](ids).tokens == expected[row["model"]], (length, row["method"])
 
 
 def test_figures_rebuild_from_results_only(tiny_results, tmp_path):
-    ablation = {"steps": 10, "block_size": 16, "problems": 5,
-                "schedules": {k: {"iterations_per_token": v} for k, v in
-                              [("progressive", 0.4), ("random", 0.45), ("reverse", 0.5)]}}
+    runs = {k: [{"seed": 0, "iterations_per_token": v, "accuracy": 0.9}, {"seed": 1, "iterations_per_token": v + 0.01,
+                                                                              "accuracy": 0.95}]
+            for k, v in [("progressive", 0.4), ("random", 0.45), ("reverse", 0.5)]}
+    ablation = {"steps": 10, "block_size": 16, "problems": 5, "length": "long", "runs": runs}
     (tiny_results.parent / "ablation.json").write_text(json.dumps(ablation))
     row = {"exact": 2, "total": 2, "first_divergence": [None, None], "tpf": [1.02, 1.06], "seconds": [3.0, 4.0]}
     report = {"methods": {"jacobi n=4": row, "prompt lookup": row}, "reference_seconds": [2.0, 3.0],
@@ -66,7 +78,7 @@ def test_figures_rebuild_from_results_only(tiny_results, tmp_path):
     out.mkdir()
     written = figures.build(tiny_results.parent, out, logs)
     names = {p.name for p in written}
-    assert names == {"speedup_vs_block_size.png", "tpf_vs_block_size.png", "accuracy_vs_speedup.png",
+    assert names == {"speedup_vs_answer_length.png", "tpf_vs_answer_length.png", "accuracy_vs_speedup.png",
                      "acceptance_histogram.png", "cost_model.png", "noise_schedule_ablation.png", "training_curves.png",
                      "real_qwen.png"}
     for p in written:
@@ -83,9 +95,12 @@ def test_real_model_summaries_label_reports_with_other_prompt_counts():
 
 
 def test_multiblock_sweep_tiny(tmp_path):
-    cfg = bench.SweepConfig(problems=2, block_sizes=[4], blocks=[1, 2], spawn_ratios=[0.85], pool_sizes=[0, 4])
+    cfg = bench.SweepConfig(problems=2, length="short", block_sizes=[4, 8], blocks=[1, 2], spawn_ratios=[0.85],
+                            pool_sizes=[0, 4])
     rows = bench.sweep(cfg, tmp_path / "sweep.json")
-    assert [(r["blocks"], r["pool_size"]) for r in rows] == [(1, 0), (1, 4), (2, 0), (2, 4)]
+    settings = [(1, 0, False), (1, 4, False), (1, 4, True), (2, 0, False), (2, 0, True), (2, 4, False), (2, 4, True)]
+    assert [(r["block_size"], r["blocks"], r["pool_size"], r["official"]) for r in rows] == [
+        (n, *s) for n in (4, 8) for s in settings]
     assert all(r["tpf"] >= 1.0 and r["speedup"] > 0 for r in rows)
     assert json.loads((tmp_path / "sweep.json").read_text())["rows"] == rows
 

@@ -9,28 +9,31 @@ from jacobi_min.model import CHECKPOINTS
 from tests.conftest import generate_greedy
 
 BLOCK_SIZES = [1, 2, 3, 4, 8, 16, 32, 64]
+MAX_NEW = task.MAX_ANSWER_TOKENS
 
 
-def held_out_prompts(tokenizer, count):
-    return [tokenizer(p.prompt)["input_ids"] for p in task.problems("test", count)]
+def held_out_prompts(tokenizer, per_bucket):
+    """`per_bucket` held-out prompts of every length bucket."""
+    return [tokenizer(p.prompt)["input_ids"] for length in task.BUCKETS
+            for p in task.problems("test", per_bucket, seed=11, length=length)]
 
 
-def test_base_model_matches_generate_on_50_held_out_prompts(base):
+def test_base_model_matches_generate_on_held_out_prompts_of_every_length(base):
     model, tokenizer = base
-    for prompt in held_out_prompts(tokenizer, 50):
-        reference = generate_greedy(model, prompt, 96)
+    for prompt in held_out_prompts(tokenizer, 6):
+        reference = generate_greedy(model, prompt, MAX_NEW)
         assert reference[-1] == tokenizer.eos_token_id  # the model finishes its answers
         for n in BLOCK_SIZES:
-            assert jacobi_min.jacobi_decode(model, prompt, n, 96).tokens == reference
+            assert jacobi_min.jacobi_decode(model, prompt, n, MAX_NEW).tokens == reference
 
 
 @pytest.mark.parametrize("name", ["jacobi-forcing", "cllm"])
 def test_trained_checkpoints_decode_losslessly(name):
     model, tokenizer = jacobi_min.load(name)
-    for prompt in held_out_prompts(tokenizer, 20):
-        reference = generate_greedy(model, prompt, 96)
+    for prompt in held_out_prompts(tokenizer, 5):
+        reference = generate_greedy(model, prompt, MAX_NEW)
         for n in (4, 16, 32, 64):
-            assert jacobi_min.jacobi_decode(model, prompt, n, 96).tokens == reference
+            assert jacobi_min.jacobi_decode(model, prompt, n, MAX_NEW).tokens == reference
 
 
 def test_embedded_model_is_a_small_qwen2(base):
@@ -94,9 +97,9 @@ def test_multiblock_on_shipped_models_matches_generate(name):
     from jacobi_min import multiblock_decode
     model, tokenizer = jacobi_min.load(name)
     settings = [(4, 2, 0.5, 4), (8, 3, 0.85, 1), (16, 2, 0.85, 4), (16, 2, 0.5, 8), (32, 3, 1.0, 4), (64, 2, 0.85, 0)]
-    for prompt in held_out_prompts(tokenizer, 10):
-        reference = generate_greedy(model, prompt, 90)
+    for prompt in held_out_prompts(tokenizer, 3):
+        reference = generate_greedy(model, prompt, MAX_NEW)
         for n, k, r, pool in settings:
-            result = multiblock_decode(model, prompt, n, 90, blocks=k, spawn_ratio=r, pool_size=pool)
+            result = multiblock_decode(model, prompt, n, MAX_NEW, blocks=k, spawn_ratio=r, pool_size=pool)
             assert result.tokens == reference
             assert all(a >= 1 for a in result.accepted)
