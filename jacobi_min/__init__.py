@@ -1,7 +1,9 @@
 """jacobi-min: a minimal, tested reference implementation of Jacobi Forcing."""
 from .jacobi import BlockTrajectory, DecodeResult, greedy_decode, jacobi_decode
 from .multiblock import MultiBlockResult, multiblock_decode
+from .generate import jacobi_generate
 from .model import load
+from .sampling import Pick, sampler
 
-__all__ = ["BlockTrajectory", "DecodeResult", "MultiBlockResult", "greedy_decode", "jacobi_decode", "load",
-           "multiblock_decode"]
+__all__ = ["BlockTrajectory", "DecodeResult", "MultiBlockResult", "Pick", "greedy_decode", "jacobi_decode",
+           "jacobi_generate", "load", "multiblock_decode", "sampler"]

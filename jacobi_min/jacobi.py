@@ -24,12 +24,18 @@ Decision: the forward covers only the block's still-unverified positions (the
 window shrinks as the block converges) instead of being padded back to n with
 next-block drafts, so every block has clean boundaries and a trajectory of its
 own, which is what trajectory collection and training need.
+
+Every argmax above is a `pick` (sampling.py): any deterministic function of a
+position's own prefix keeps all of this true, so sampling with position-keyed
+noise is lossless too (the output equals the AR sampler's with the same seed).
 """
 import numbers
 from dataclasses import dataclass, field
 
 import torch
 from transformers import DynamicCache
+
+from .sampling import GREEDY
 
 
 @dataclass
@@ -103,43 +109,54 @@ def eos_ids(model, eos_token_id=None) -> set[int]:
     return {eos_token_id} if isinstance(eos_token_id, int) else set(eos_token_id)
 
 
-def forward_argmax(model, tokens: list[int], cache: DynamicCache) -> list[int]:
-    """One forward of `tokens` appended to `cache`; the argmax at every position."""
+def forward_argmax(model, tokens: list[int], cache: DynamicCache, pick=GREEDY, context: list[int] = ()) -> list[int]:
+    """One forward of `tokens` appended to `cache`, which holds `context`; the argmax (or what `pick`
+    chooses) at every position."""
     ids = torch.tensor([tokens], device=model.device)
     logits = model(input_ids=ids, past_key_values=cache, use_cache=True).logits  # (1, L, V)
-    return logits[0].argmax(-1).tolist()
+    return pick(logits[0], [*context, *tokens])
 
 
-def keep_count(new: list[int], eos: set[int], budget: int) -> tuple[int, bool]:
-    """How many of `new` to keep (up to the first EOS, at most `budget`), and whether to stop."""
+def keep_count(new: list[int], eos: set[int], budget: int, out: list[int] = (), stopping=None) -> tuple[int, bool]:
+    """How many of `new` to keep after `out` (up to the first EOS, or the first token after which
+    `stopping(output so far)` holds; at most `budget`), and whether to stop."""
     for i, tok in enumerate(new[:budget]):
-        if tok in eos:
+        if tok in eos or (stopping is not None and stopping([*out, *new[:i + 1]])):
             return i + 1, True
     return min(len(new), budget), len(new) >= budget
 
 
-def prefill(model, prompt: list[int], eos: set[int]) -> tuple[DynamicCache, int, bool]:
+def prefill(model, prompt: list[int], eos: set[int], pick=GREEDY, stopping=None) -> tuple[DynamicCache, int, bool]:
     """Run the prompt through a fresh cache: (cache, first generated token, stop?)."""
     cache = DynamicCache(config=model.config)
-    y0 = forward_argmax(model, prompt, cache)[-1]
-    return cache, y0, y0 in eos
+    logits = model(input_ids=torch.tensor([prompt], device=model.device), past_key_values=cache, use_cache=True).logits
+    y0 = pick(logits[0, -1:], prompt)[0]  # only the last prompt position chooses a token
+    return cache, y0, y0 in eos or (stopping is not None and stopping([y0]))
 
 
 @torch.inference_mode()
-def greedy_decode(model, input_ids, max_new_tokens: int, eos_token_id=None) -> DecodeResult:
-    """Autoregressive greedy decoding with a KV cache: one token per forward."""
+def greedy_decode(model, input_ids, max_new_tokens: int, eos_token_id=None, pick=GREEDY, stopping=None,
+                  on_chunk=None) -> DecodeResult:
+    """Autoregressive decoding with a KV cache, one token per forward: greedy, or whatever `pick` chooses.
+
+    `stopping(output)` ends decoding after any token; `on_chunk(tokens)` receives each forward's tokens.
+    """
     prompt = check_inputs(model, input_ids, max_new_tokens)
     if max_new_tokens == 0:
         return DecodeResult([])
     eos = eos_ids(model, eos_token_id)
-    cache, tok, stop = prefill(model, prompt, eos)
+    cache, tok, stop = prefill(model, prompt, eos, pick, stopping)
     out = DecodeResult([tok])
+    if on_chunk:
+        on_chunk([tok])
     while not stop and len(out.tokens) < max_new_tokens:
-        tok = forward_argmax(model, [tok], cache)[-1]
+        tok = forward_argmax(model, [tok], cache, pick, prompt + out.tokens[:-1])[-1]
+        stop = keep_count([tok], eos, max_new_tokens - len(out.tokens), out.tokens, stopping)[1]
         out.tokens.append(tok)
         out.accepted.append(1)
         out.fed.append(1)
-        stop = tok in eos
+        if on_chunk:
+            on_chunk([tok])
     return out
 
 
@@ -149,19 +166,23 @@ def initial_draft(sequence: list[int], length: int, gen: torch.Generator) -> lis
     return [sequence[i] for i in picks]
 
 
-def jacobi_block(model, cache, draft, out, eos, max_new_tokens, result, states=None) -> bool:
+def jacobi_block(model, cache, prompt, draft, out, eos, max_new_tokens, result, states=None, pick=GREEDY,
+                 stopping=None, on_chunk=None) -> bool:
     """Iterate one block to its fixed point; appends to `out`. Returns True to stop decoding."""
     start, size = len(out) - 1, len(draft)  # out[start] is the block's y0
     while True:
-        g = forward_argmax(model, draft, cache)  # (len(draft),)
+        g = forward_argmax(model, draft, cache, pick, prompt + out[:-1])  # (len(draft),)
         result.fed.append(len(draft))
         acc = 1
         while acc < len(draft) and draft[acc] == g[acc - 1]:
             acc += 1
         cache.crop(acc - len(draft))  # drop the KV of unverified positions
-        kept, stop = keep_count(draft[1:acc] + [g[acc - 1]], eos, max_new_tokens - len(out))
-        out += (draft[1:acc] + [g[acc - 1]])[:kept]
+        new = draft[1:acc] + [g[acc - 1]]
+        kept, stop = keep_count(new, eos, max_new_tokens - len(out), out, stopping)
+        out += new[:kept]
         result.accepted.append(kept)
+        if on_chunk:
+            on_chunk(new[:kept])
         done = acc == len(draft)
         draft = [g[acc - 1]] + g[acc:-1]
         if states is not None:
@@ -172,26 +193,31 @@ def jacobi_block(model, cache, draft, out, eos, max_new_tokens, result, states=N
 
 @torch.inference_mode()
 def jacobi_decode(model, input_ids, block_size: int = 16, max_new_tokens: int = 256,
-                  eos_token_id=None, seed: int = 0, record: bool = False) -> DecodeResult:
-    """Greedy Jacobi decoding, block by block; output equals greedy AR decoding.
+                  eos_token_id=None, seed: int = 0, record: bool = False, pick=GREEDY, stopping=None,
+                  on_chunk=None) -> DecodeResult:
+    """Jacobi decoding, block by block; output equals AR decoding with the same `pick` (greedy by default).
 
     Returns tokens, the new-token count of every forward (`accepted`, prefill
-    excluded) and, with record=True, every state of every block.
+    excluded) and, with record=True, every state of every block. `seed` draws
+    the initial drafts; `stopping` and `on_chunk` are as in `greedy_decode`.
     """
     prompt = check_inputs(model, input_ids, max_new_tokens, block_size)
     if max_new_tokens == 0:
         return DecodeResult([], blocks=[] if record else None)
     eos = eos_ids(model, eos_token_id)
     gen = torch.Generator().manual_seed(seed)
-    cache, y0, stop = prefill(model, prompt, eos)
+    cache, y0, stop = prefill(model, prompt, eos, pick, stopping)
     result = DecodeResult([y0], blocks=[] if record else None)
     out, blocks = result.tokens, result.blocks
+    if on_chunk:
+        on_chunk([y0])
     while not stop and len(out) < max_new_tokens:
         size = min(block_size, max_new_tokens - len(out))
         start = len(out) - 1
         draft = [out[-1]] + initial_draft(prompt + out, size - 1, gen)
         states = [list(draft)] if record else None
-        stop = jacobi_block(model, cache, draft, out, eos, max_new_tokens, result, states)
+        stop = jacobi_block(model, cache, prompt, draft, out, eos, max_new_tokens, result, states, pick, stopping,
+                            on_chunk)
         if record:
             blocks.append(trimmed_block(prompt + out[:start], states, len(out) - start))
     if record and sum(len(b.fixed_point) for b in blocks) < len(out):

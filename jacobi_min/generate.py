@@ -1,0 +1,197 @@
+"""Jacobi decoding behind transformers' `generate`, and the `python -m jacobi_min generate` command.
+
+    out = model.generate(input_ids, custom_generate=jacobi_generate, block_size=16, max_new_tokens=256)
+
+transformers 5.x `generate` merges the arguments with the model's generation
+config, builds the logits processors and the stopping criteria, then hands
+them to a callable `custom_generate` in place of its own decoding loop. Here
+that loop is `jacobi_decode` (or `multiblock_decode` with blocks > 1 or a
+recycling pool), so the output is generate's greedy output token for token,
+or, with do_sample=True, an exact sample (sampling.py). Honoured:
+
+- max_new_tokens / max_length, eos_token_id (int, list or tensor);
+- every logits processor, applied at each position to that position's own
+  prefix (sampling.Pick); do_sample=True adds Gumbel noise keyed by
+  (seed, position): the tokens equal the position-seeded AR sampler's for the
+  same `seed` (a keyword argument; by default drawn from torch's global RNG),
+  not those of generate's own multinomial sampler, which uses other random
+  numbers;
+- every stopping criterion, checked on the whole sequence after each new
+  token, as if a verified chunk had been appended one token at a time, so
+  decoding stops exactly where generate's loop would (scores are not passed);
+- a streamer: `put` once per verified chunk (the prefill's token, then each
+  forward's tokens), `end` at the end.
+
+Limits: batch size 1, no padding, no beam search, no scores / attentions /
+hidden states in the output, no cache handed in or out. Each raises a
+ValueError that says so.
+
+A quirk of transformers 5.23: for a callable `custom_generate`, generate puts
+the prompt into `streamer` itself but hands neither `streamer` nor `tokenizer`
+on. So bind the streamer as well, `custom_generate=partial(jacobi_generate,
+streamer=s)` next to `streamer=s`; and for stop strings pass
+`stopping_criteria=[StopStringCriteria(tokenizer, strings)]`, as
+`stop_strings=` raises there for want of the tokenizer.
+"""
+import sys
+import time
+from dataclasses import dataclass
+from functools import partial
+
+import torch
+from transformers.generation.utils import GenerateDecoderOnlyOutput
+
+from .jacobi import DecodeResult, greedy_decode, jacobi_decode
+from .multiblock import check_multiblock, multiblock_decode
+from .sampling import Pick
+
+MODEL_KWARGS = {"attention_mask", "position_ids", "past_key_values", "use_cache", "logits_to_keep"}
+UNSUPPORTED_OUTPUTS = ("output_scores", "output_logits", "output_attentions", "output_hidden_states")
+
+
+@dataclass
+class JacobiGenerateOutput(GenerateDecoderOnlyOutput):
+    """generate's output (`sequences`: prompt + generated) with the decoding statistics."""
+    accepted: list[int] | None = None  # tokens committed by each decoding forward (prefill excluded)
+
+    @property
+    def forwards(self) -> int:
+        return len(self.accepted)
+
+    @property
+    def tpf(self) -> float:
+        """Tokens per forward; the prefill and the token it yields are left out (AR = 1.0)."""
+        return sum(self.accepted) / self.forwards if self.forwards else float("nan")
+
+
+def decode(model, prompt: list[int], max_new_tokens: int, block_size: int = 16, blocks: int = 1,
+           spawn_ratio: float = 0.85, pool_size: int = 0, **options) -> DecodeResult:
+    """`jacobi_decode`, or `multiblock_decode` when blocks > 1 or pool_size > 0; `options` go to either."""
+    if blocks == 1 and pool_size == 0:
+        return jacobi_decode(model, prompt, block_size, max_new_tokens, **options)
+    return multiblock_decode(model, prompt, block_size, max_new_tokens, blocks, spawn_ratio, pool_size, **options)
+
+
+def check_supported(input_ids: torch.Tensor, generation_config, model_kwargs: dict) -> None:
+    """A ValueError naming what `jacobi_generate` cannot do."""
+    if input_ids.shape[0] != 1:
+        raise ValueError(f"jacobi_generate decodes one sequence at a time (batch size 1), got batch size "
+                         f"{input_ids.shape[0]}: call generate once per prompt")
+    if generation_config.num_beams > 1:
+        raise ValueError(f"jacobi_generate does not do beam search, got num_beams={generation_config.num_beams}")
+    if unknown := set(model_kwargs) - MODEL_KWARGS:
+        raise ValueError(f"jacobi_generate passes no extra inputs to the model, got {sorted(unknown)}")
+    mask, cache = model_kwargs.get("attention_mask"), model_kwargs.get("past_key_values")
+    if mask is not None and not bool(mask.all()):
+        raise ValueError("jacobi_generate does not support padding: the attention_mask masks prompt tokens (generate "
+                         "infers that from pad tokens in the prompt; pass attention_mask=torch.ones_like(input_ids))")
+    if cache is not None and cache.get_seq_length() > 0:
+        raise ValueError("jacobi_generate starts from an empty cache: past_key_values must be empty")
+    positions = model_kwargs.get("position_ids")
+    if positions is not None and not torch.equal(positions.reshape(-1).cpu(), torch.arange(input_ids.shape[1])):
+        raise ValueError("jacobi_generate takes positions from the cache: position_ids must be 0, 1, …")
+    if generation_config.return_dict_in_generate and (asked := [o for o in UNSUPPORTED_OUTPUTS
+                                                                if getattr(generation_config, o)]):
+        raise ValueError(f"jacobi_generate does not return {', '.join(asked)}")
+
+
+def jacobi_generate(model, input_ids, logits_processor, stopping_criteria, generation_config, streamer=None, *,
+                    block_size: int = 16, blocks: int = 1, spawn_ratio: float = 0.85, pool_size: int = 0,
+                    seed: int | None = None, **model_kwargs):
+    """generate's decoding loop done by Jacobi decoding: `model.generate(ids, custom_generate=jacobi_generate)`.
+
+    block_size is n; blocks > 1 (K blocks in flight, spawned at ratio r = spawn_ratio) or pool_size > 0
+    uses multi-block decoding with rejection recycling (the paper's best: blocks=2, pool_size=4).
+    Returns generate's tensor, or with return_dict_in_generate=True a `JacobiGenerateOutput`.
+    """
+    # 1. what is supported; the prompt and the budget generate prepared
+    check_supported(input_ids, generation_config, model_kwargs)
+    check_multiblock(blocks, spawn_ratio, pool_size)
+    prompt = input_ids[0].tolist()
+    max_new_tokens = generation_config.max_length - len(prompt)
+    eos = generation_config.eos_token_id
+    eos = [] if eos is None else torch.as_tensor(eos).reshape(-1).tolist()
+    # 2. each position's token: the processors on its own prefix, plus Gumbel noise keyed by (seed, t) when sampling
+    if generation_config.do_sample and seed is None:
+        seed = int(torch.randint(2**62, (1,)))  # torch.manual_seed makes a run repeatable, as with generate
+    pick = Pick(logits_processor, seed if generation_config.do_sample else None)
+
+    # 3. decode; the stopping criteria see the whole sequence after every new token
+    def stopping(output: list[int]) -> bool:
+        return bool(stopping_criteria(torch.tensor([prompt + output], device=input_ids.device), None)[0])
+
+    def on_chunk(tokens: list[int]) -> None:
+        streamer.put(torch.tensor(tokens))
+
+    result = decode(model, prompt, max_new_tokens, block_size, blocks, spawn_ratio, pool_size, eos_token_id=eos,
+                    pick=pick, stopping=stopping, on_chunk=None if streamer is None else on_chunk)
+    if streamer is not None:
+        streamer.end()
+    # 4. what generate returns
+    sequences = torch.tensor([prompt + result.tokens], device=input_ids.device)
+    if generation_config.return_dict_in_generate:
+        return JacobiGenerateOutput(sequences=sequences, accepted=result.accepted)
+    return sequences
+
+
+# The `python -m jacobi_min generate` command: stream the text as it is verified, then one line of statistics.
+
+COLORS = ("\033[36m", "\033[33m")  # each forward's chunk in turn: cyan, yellow
+RESET = "\033[0m"
+
+
+class ChunkPrinter:
+    """Prints the text of each verified chunk as it arrives, alternating colours by forward."""
+
+    def __init__(self, tokenizer, color: bool, file=sys.stdout):
+        self.tokenizer, self.color, self.file = tokenizer, color, file
+        self.tokens, self.shown, self.chunks = [], "", 0
+
+    def __call__(self, tokens: list[int]) -> None:
+        self.tokens += tokens
+        text = self.tokenizer.decode(self.tokens, skip_special_tokens=True)
+        if text.endswith("\ufffd"):
+            return  # a character cut in two: wait for the next chunk
+        new, self.shown = text[len(self.shown):], text
+        if self.color and new:
+            new = COLORS[self.chunks % len(COLORS)] + new + RESET
+        self.chunks += 1
+        print(new, end="", flush=True, file=self.file)
+
+    def end(self) -> None:
+        print(self.tokenizer.decode(self.tokens, skip_special_tokens=True)[len(self.shown):], file=self.file)
+
+
+def timed(run_decode, on_chunk=None) -> tuple[DecodeResult, float]:
+    """(result, tokens/s) of `run_decode(on_chunk=…)`; the prefill and its token are left out."""
+    start = None
+
+    def watch(tokens: list[int]) -> None:
+        nonlocal start
+        start = start or time.perf_counter()  # the prefill's token has arrived
+        if on_chunk:
+            on_chunk(tokens)
+
+    result = run_decode(on_chunk=watch)
+    seconds = time.perf_counter() - start if start else 0.0
+    return result, (len(result.tokens) - 1) / seconds if seconds > 0 else float("nan")
+
+
+def stats(result: DecodeResult, rate: float) -> str:
+    return f"tokens {len(result.tokens)} · forwards {result.forwards} · TPF {result.tpf:.2f} · {rate:.1f} tokens/s"
+
+
+def run(model, tokenizer, prompt: list[int], pick: Pick, block_size: int = 16, blocks: int = 1, pool_size: int = 0,
+        max_new_tokens: int = 128, color: bool = False, compare: bool = False, file=sys.stdout) -> DecodeResult:
+    """Decode `prompt`, streaming the text, then print tokens, forwards, TPF and tokens/s (and AR's with `compare`)."""
+    printer = ChunkPrinter(tokenizer, color, file)
+    result, rate = timed(partial(decode, model, prompt, max_new_tokens, block_size, blocks, pool_size=pool_size,
+                                 pick=pick), printer)
+    printer.end()
+    line = f"Jacobi (n = {block_size}, K = {blocks}, pool {pool_size}): {stats(result, rate)}"
+    if compare:
+        ar, ar_rate = timed(partial(greedy_decode, model, prompt, max_new_tokens, pick=pick))
+        line += (f" | AR: {stats(ar, ar_rate)} | same tokens: {'yes' if ar.tokens == result.tokens else 'NO'}"
+                 f" | speedup {rate / ar_rate:.2f}x")
+    print(line + " (tokens/s: prefill left out)", file=file)
+    return result
