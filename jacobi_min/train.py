@@ -1,8 +1,9 @@
 """Training a parallel decoder on its own Jacobi trajectories.
 
-Each step draws a batch of trajectories, picks for block j the state whose
-noise level is closest to the schedule's t_j, packs the response (see
-`packing`), runs ONE forward and minimises λ·L_AR + L_c/T (see `losses`).
+Each step draws a length bucket and a batch of its trajectories, picks for
+block j the state whose noise level is closest to the schedule's t_j, packs
+the response (see `packing`), runs ONE forward and minimises λ·L_AR + L_c
+(see `losses`).
 
 - Jacobi Forcing: progressive schedule over a window of w blocks, noisy-context mask.
 - CLLM-style baseline, as in CLLM: ONE noisy block per example (block and
@@ -10,9 +11,9 @@ noise level is closest to the schedule's t_j, packs the response (see
   consistency loss is that block's mean (T = 1), the AR loss the same as above.
 
 Window: w = 16 as in the paper (linspace(0, 1, 16): steps of 1/15 in noise).
-On round 1 alone (1500 prompts, 800 steps, 100 held-out problems) w = 16 reaches TPF 2.73
-at n = 16 where w = 4 reaches 2.37: with four levels a quarter of the blocks
-are clean (t = 0) and teach nothing, and neighbouring blocks jump by 1/3.
+On the earlier short-answer task (round 1, 800 steps) w = 16 reached TPF 2.73 at
+n = 16 where w = 4 reached 2.37: with four levels a quarter of the blocks are
+clean (t = 0) and teach nothing, and neighbouring blocks jump by 1/3.
 
 Progressive schedule as the paper defines it: block j gets t_j = W[j mod w]
 from block 0 on. `random_offset=True` starts each example at a random place
@@ -73,8 +74,20 @@ def noisy_blocks(trajectory: dict, cfg: TrainConfig, rng: random.Random) -> list
     return [pick_state(s, t) for s, t in zip(states, targets)]
 
 
-def make_batch(trajectories, cfg: TrainConfig, rng: random.Random, eos: set[int], pad_id: int) -> dict:
-    picks = [rng.choice(trajectories) for _ in range(cfg.batch_size)]
+def length_groups(trajectories: list[dict]) -> list[list[dict]]:
+    """Trajectories grouped by the length bucket of their answer (`task.BUCKETS`)."""
+    groups = {}
+    for t in trajectories:
+        tokens = min(sum(len(states[-1]) for states in t["blocks"]), task.MAX_ANSWER_TOKENS)
+        groups.setdefault(task.bucket_of(tokens), []).append(t)
+    return [groups[name] for name in task.BUCKETS if name in groups]
+
+
+def make_batch(groups: list[list[dict]], cfg: TrainConfig, rng: random.Random, eos: set[int], pad_id: int) -> dict:
+    """One length bucket drawn uniformly, then `batch_size` of its trajectories (a batch of short
+    answers is not padded to a long one's length)."""
+    group = rng.choice(groups)
+    picks = [rng.choice(group) for _ in range(cfg.batch_size)]
     packed = [pack(t["prompt"], noisy_blocks(t, cfg, rng), [s[-1] for s in t["blocks"]], eos, pad_id)
               for t in picks]
     return collate(packed, pad_id, mask="clean" if cfg.method == "cllm" else "noisy")
@@ -128,10 +141,13 @@ def setup_distributed() -> tuple[int, int]:
 def train(model, tokenizer, trajectories: list[dict], cfg: TrainConfig, out_dir: Path | None = None,
           progress: bool = True) -> list[dict]:
     """AdamW β=(0.9, 0.95), warm-up then cosine; returns the log (and saves to out_dir on rank 0)."""
+    if not trajectories:
+        raise ValueError("no trajectories to train on: collect some first (python -m jacobi_min collect)")
     rank, world = setup_distributed()
     rng = random.Random(f"{cfg.seed}-{rank}")
     torch.manual_seed(cfg.seed)
     eos, pad_id = eos_ids(model), tokenizer.pad_token_id
+    groups = length_groups(trajectories)
     held_out = task.problems("test", cfg.eval_problems, seed=1)
     net = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.95), weight_decay=cfg.weight_decay)
@@ -139,19 +155,22 @@ def train(model, tokenizer, trajectories: list[dict], cfg: TrainConfig, out_dir:
     log, start = [], time.time()
     model.train()
     for step in (bar := tqdm(range(1, cfg.steps + 1), desc=f"train {cfg.method}", disable=rank > 0 or not progress)):
-        batch = make_batch(trajectories, cfg, rng, eos, pad_id)
+        batch = make_batch(groups, cfg, rng, eos, pad_id)
         for group in opt.param_groups:
             group["lr"] = lr_at(step - 1, cfg.steps, warmup, cfg.lr)
         device = next(model.parameters()).device
         logits = net(input_ids=batch["input_ids"].to(device), position_ids=batch["position_ids"].to(device),
                      attention_mask=batch["attention_mask"].to(device, model.dtype)).logits
         losses = jacobi_forcing_loss(logits, batch, cfg.lam)
+        if not torch.isfinite(losses["loss"]):
+            raise FloatingPointError(f"the loss is {losses['loss'].item()} at step {step}: training diverged "
+                                     f"(try a lower learning rate than {cfg.lr}); nothing was saved")
         opt.zero_grad(set_to_none=True)
         losses["loss"].backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         row = {"step": step, **{k: round(v.item(), 5) for k, v in losses.items()}, "seconds": round(time.time() - start, 1)}
-        if rank == 0 and (step % cfg.eval_every == 0 or step == cfg.steps):
+        if rank == 0 and held_out and (step % cfg.eval_every == 0 or step == cfg.steps):
             row.update(evaluate(model, tokenizer, held_out, cfg.eval_block_size))
         log.append(row)
         bar.set_postfix(loss=f"{row['loss']:.3f}", **({"tpf": f"{row['tpf']:.2f}"} if "tpf" in row else {}))

@@ -58,6 +58,24 @@ def test_corrupted_checkpoint_is_a_clear_error(tmp_path):
         jacobi_min.load(broken)
 
 
+def test_checkpoint_without_tokenizer_is_a_clear_error(tmp_path):
+    bare = tmp_path / "bare"
+    shutil.copytree(CHECKPOINTS / "base", bare)
+    (bare / "tokenizer.json").unlink()
+    with pytest.raises(ValueError, match="has no tokenizer"):
+        jacobi_min.load(bare)
+
+
+@pytest.mark.parametrize("name, device, message", [
+    ("jacobi_forcing", "cpu", "did you mean 'jacobi-forcing'"), ("bse", "cpu", "did you mean 'base'"),
+    ("base", "gpu", "unknown device 'gpu'"), ("base", "cuda", "sees no CUDA GPU")])
+def test_mistyped_names_and_devices_are_clear_errors(name, device, message):
+    if device == "cuda" and __import__("torch").cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    with pytest.raises(ValueError, match=message):
+        jacobi_min.load(name, device)
+
+
 def test_shipped_tokenizer_is_the_training_tokenizer(base):
     """Rebuilding the tokenizer from the training split gives the shipped one, id for id."""
     from jacobi_min import tiny
