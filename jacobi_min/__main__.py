@@ -115,8 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="training prompts whose trajectories are collected in each round")
     p.add_argument("--workers", type=int, default=pipeline.PipelineConfig.workers,
                    help="CPU processes for trajectory collection and the ablation")
-    p.add_argument("--stage", default="all", choices=pipeline.STAGES,
-                   help="run one stage only; 'baselines' (CLLM + ablation) needs round 1's trajectories in --work")
+    p.add_argument("--stage", default="all", choices=["all", *pipeline.STAGES],
+                   help="run one stage only: jacobi-forcing (rounds 1 and 2) or baselines (CLLM + ablation)")
     p = commands.add_parser("bench", help="every method on held-out problems of each length bucket: TPF, speedup, "
                                           "accuracy, cost model (~25 min on 2 cores)")
     p.add_argument("--problems", type=int, default=bench.BenchConfig.problems, help="per length bucket")

@@ -13,8 +13,10 @@ so the result does not depend on their number. Checkpoints land in `out`
 models), the ablation's result in `results/ablation.json`.
 """
 import json
+import multiprocessing as mp
 import time
 from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -42,8 +44,8 @@ class PipelineConfig:
     round2: TrainConfig = field(default_factory=lambda: TrainConfig(steps=400, lr=2e-4))
     ablation: dict = field(default_factory=lambda: dict(ABLATION))
     ablation_seeds: int = 3
-    ablation_steps: int = 300
-    ablation_problems: int = 100
+    ablation_steps: int = 250
+    ablation_problems: int = 60
     workers: int = 2
     seed: int = 0
     base: str = "base"  # the model to start from: an embedded name, a directory, an alias or a hub id
@@ -68,24 +70,25 @@ def join_logs(log1: list[dict], log2: list[dict]) -> list[dict]:
 
 
 class Work:
-    """The work folder: every finished stage's output and wall time (`times.json`), so that a
-    rerun after an interruption resumes after the last finished stage. Files are written to a
-    temporary name, then renamed: a stage is either finished or absent."""
+    """The work folder: every finished stage's output and a `<stage>.done` file with its wall
+    time, so that a rerun after an interruption resumes after the last finished stage. Files
+    are written to a temporary name, then renamed: a stage is either finished or absent."""
 
     def __init__(self, folder: Path):
         self.folder = folder
         folder.mkdir(parents=True, exist_ok=True)
-        times = folder / "times.json"
-        self.times = json.loads(times.read_text()) if times.exists() else {}
+
+    @property
+    def times(self) -> dict[str, int]:
+        return {p.stem: int(p.read_text()) for p in sorted(self.folder.glob("*.done"))}
 
     def done(self, name: str, start: float) -> None:
-        self.times[name] = round(time.time() - start)
-        atomic_write(self.folder / "times.json", json.dumps(self.times, indent=1))
+        atomic_write(self.folder / f"{name}.done", str(round(time.time() - start)))
 
     def trajectories(self, name: str, make) -> list[dict]:
         """The trajectories `make()` returns, from `name`.jsonl when an earlier run finished them."""
         path = self.folder / f"{name}.jsonl"
-        if name not in self.times:
+        if not (self.folder / f"{name}.done").exists():
             start = time.time()
             trajectories.save(path, make())
             self.done(name, start)
@@ -95,7 +98,7 @@ class Work:
         """Train `model` with `make()` (which returns the log), or load the float32 weights and log
         an earlier run saved under `name`."""
         path = self.folder / f"{name}.pt"
-        if name in self.times:
+        if (self.folder / f"{name}.done").exists():
             state = torch.load(path)
             model.load_state_dict(state["model"])
             return state["log"]
@@ -112,10 +115,15 @@ def atomic_write(path: Path, text: str) -> None:
     path.with_suffix(".tmp").replace(path)
 
 
+def round1_trajectories(cfg: PipelineConfig, work: Work) -> list[dict]:
+    model, tokenizer = load(cfg.base, cfg.device)
+    return work.trajectories("round1", lambda: collect(model, tokenizer, cfg, cfg.round1_block, "trajectories n=16 (base)"))
+
+
 def jacobi_forcing(cfg: PipelineConfig, work: Work) -> None:
     """Round 1 then round 2; the checkpoint records the settings and each stage's wall time."""
+    traj1 = round1_trajectories(cfg, work)
     model, tokenizer = load(cfg.base, cfg.device)
-    traj1 = work.trajectories("round1", lambda: collect(model, tokenizer, cfg, cfg.round1_block, "trajectories n=16 (base)"))
     log1 = work.training("train_round1", model, lambda: train(model, tokenizer, traj1, cfg.round1))
     traj2 = work.trajectories("round2", lambda: collect(model, tokenizer, cfg, cfg.round2_block, "trajectories n=32 (round 1)"))
     log2 = work.training("train_round2", model, lambda: train(model, tokenizer, traj2, cfg.round2))
@@ -129,8 +137,8 @@ def cllm(cfg: PipelineConfig, work: Work) -> None:
     """The CLLM-style baseline on the round-1 trajectories (CLLM has no progressive rounds), under
     Jacobi Forcing's optimiser schedule: round 1's steps, lr and λ, then round 2's. The two models
     then differ only in what the paper changes: packing, noise schedule, mask and re-collection."""
+    traj = round1_trajectories(cfg, work)
     model, tokenizer = load(cfg.base, cfg.device)
-    traj = trajectories.load(work.folder / "round1.jsonl")
     phase1 = replace(cfg.round1, method="cllm")
     phase2 = replace(cfg.round2, method="cllm", seed=cfg.round2.seed + 1)  # else it redraws phase 1's batches
     log1 = work.training("cllm_phase1", model, lambda: train(model, tokenizer, traj, phase1))
@@ -162,7 +170,7 @@ def ablation(cfg: PipelineConfig, work: Work) -> dict:
     short round 1 with each variant; the noise schedules once per seed."""
     start = time.time()
     held_out = task.problems("test", cfg.ablation_problems, seed=2, length="long")
-    SHARED["ablation"] = (cfg, work.folder, trajectories.load(work.folder / "round1.jsonl"), held_out)
+    SHARED["ablation"] = (cfg, work.folder, round1_trajectories(cfg, work), held_out)
     jobs = [(name, seed) for name in cfg.ablation for seed in range(cfg.ablation_seeds if name in SEEDED else 1)]
     scores = pmap(ablation_run, jobs, cfg.workers if cfg.device == "cpu" else 1, "ablation")
     result = {name: [s for (n, _), s in zip(jobs, scores) if n == name] for name in cfg.ablation}
@@ -174,16 +182,41 @@ def ablation(cfg: PipelineConfig, work: Work) -> dict:
     return result
 
 
-STAGES = ("all", "jacobi-forcing", "baselines")
+def baselines(cfg: PipelineConfig, work: Work) -> None:
+    cllm(cfg, work)
+    ablation(cfg, work)
+
+
+STAGES = {"jacobi-forcing": jacobi_forcing, "baselines": baselines}
+
+
+def in_parallel(jobs: list) -> None:
+    """Run each job() in a process of its own (one thread each), and wait for all of them."""
+    processes = [mp.get_context("fork").Process(target=one_thread, args=(job,)) for job in jobs]
+    for p in processes:
+        p.start()
+    for p in processes:
+        p.join()
+    if any(p.exitcode != 0 for p in processes):
+        raise RuntimeError("a pipeline stage failed (its error is printed above); rerun the same command to resume")
+
+
+def one_thread(job) -> None:
+    torch.set_num_threads(1)
+    job()
 
 
 def run(cfg: PipelineConfig = PipelineConfig(), folder: Path = Path("runs/pipeline"), stage: str = "all") -> dict:
-    """The pipeline (or one stage: baselines need round 1's trajectories), resuming after the
-    stages an earlier run in `folder` finished; returns the wall time of each stage in seconds."""
+    """The pipeline, or one stage of it ('jacobi-forcing' or 'baselines'), resuming after the
+    stages an earlier run in `folder` finished; returns the wall time of each stage in seconds.
+    On CPU with workers > 1 the two stages run side by side after round 1's collection."""
     work = Work(folder)
-    if stage in ("all", "jacobi-forcing"):
-        jacobi_forcing(cfg, work)
-    if stage in ("all", "baselines"):
-        cllm(cfg, work)
-        ablation(cfg, work)
+    stages = list(STAGES) if stage == "all" else [stage]
+    round1_trajectories(cfg, work)
+    jobs = [partial(STAGES[name], cfg, work) for name in stages]
+    if len(jobs) > 1 and cfg.workers > 1 and cfg.device == "cpu":
+        in_parallel(jobs)
+    else:
+        for job in jobs:
+            job()
     return work.times
