@@ -116,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=pipeline.PipelineConfig.workers,
                    help="CPU processes for trajectory collection and the ablation")
     p.add_argument("--stage", default="all", choices=["all", *pipeline.STAGES],
-                   help="run one stage only: jacobi-forcing (rounds 1 and 2) or baselines (CLLM + ablation)")
+                   help="run one stage only: ablation, jacobi-forcing (rounds 1 and 2) or cllm")
     p = commands.add_parser("bench", help="every method on held-out problems of each length bucket: TPF, speedup, "
                                           "accuracy, cost model (~25 min on 2 cores)")
     p.add_argument("--problems", type=int, default=bench.BenchConfig.problems, help="per length bucket")

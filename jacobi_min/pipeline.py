@@ -4,7 +4,7 @@
     round 2: trajectories of the round-1 model at n = 32  ->  continue training
     CLLM-style baseline: the round-1 trajectories, the same steps, lr and λ in two phases
     ablation: round 1 alone, shorter, once per variant (noise schedule, schedule offset, λ)
-              and training seed, scored on the long bucket
+              and training seed, scored on the long bucket (it runs first: λ is chosen from it)
 
 The training prompts mix the three length buckets (`task.BUCKETS`) equally.
 Trajectory collection runs in `workers` CPU processes; everything is seeded,
@@ -12,6 +12,7 @@ so the result does not depend on their number. Checkpoints land in `out`
 (default `runs/checkpoints`; `jacobi_min/checkpoints` rebuilds the shipped
 models), the ablation's result in `results/ablation.json`.
 """
+import hashlib
 import json
 import multiprocessing as mp
 import time
@@ -27,9 +28,10 @@ from .train import TrainConfig, evaluate, prompt_ids, save_checkpoint, train
 from .workers import SHARED, pmap
 
 RESULTS = Path(__file__).parent.parent / "figures" / "results"
-ABLATION = {  # variant -> TrainConfig changes from round 1; the first three run once per seed
-    "progressive": {}, "random": {"schedule": "random"}, "reverse": {"schedule": "reverse"},
-    "progressive, random offset": {"random_offset": True}, "λ = 2": {"lam": 2.0}, "λ = 40": {"lam": 40.0},
+ABLATION = {  # variant -> TrainConfig changes from round 1; schedules at the paper's λ = 10
+    "progressive": {"lam": 10.0}, "random": {"schedule": "random", "lam": 10.0},
+    "reverse": {"schedule": "reverse", "lam": 10.0}, "progressive, random offset": {"random_offset": True, "lam": 10.0},
+    "λ = 1": {"lam": 1.0}, "λ = 3": {"lam": 3.0}, "λ = 30": {"lam": 30.0},
 }
 SEEDED = ("progressive", "random", "reverse")
 
@@ -44,7 +46,7 @@ class PipelineConfig:
     round2: TrainConfig = field(default_factory=lambda: TrainConfig(steps=400, lr=2e-4))
     ablation: dict = field(default_factory=lambda: dict(ABLATION))
     ablation_seeds: int = 3
-    ablation_steps: int = 250
+    ablation_steps: int = 200
     ablation_problems: int = 60
     workers: int = 2
     seed: int = 0
@@ -149,15 +151,16 @@ def cllm(cfg: PipelineConfig, work: Work) -> None:
 
 def ablation_run(job: tuple[str, int]) -> dict:
     """One short round 1 from the base model with one variant and seed, scored on long answers;
-    kept in the work folder, so a rerun skips it."""
+    kept in the work folder under a hash of its settings, so a rerun skips it."""
     name, seed = job
     cfg, folder, traj, held_out = SHARED["ablation"]
-    path = folder / f"ablation-{name}-{seed}.json".replace(" ", "").replace(",", "-")
+    config = replace(cfg.round1, **cfg.ablation[name], seed=seed, steps=cfg.ablation_steps,
+                     eval_every=cfg.ablation_steps + 1)
+    key = hashlib.sha256(json.dumps([asdict(config), cfg.base, cfg.ablation_problems]).encode()).hexdigest()[:12]
+    path = folder / f"ablation-{key}.json"
     if path.exists():
         return json.loads(path.read_text())
     model, tokenizer = load(cfg.base, cfg.device)
-    config = replace(cfg.round1, **cfg.ablation[name], seed=seed, steps=cfg.ablation_steps,
-                     eval_every=cfg.ablation_steps + 1)
     train(model, tokenizer, traj, config, progress=False)
     scores = evaluate(model, tokenizer, held_out, cfg.round1_block, cfg.max_new_tokens, progress=False)
     result = {"seed": seed, "iterations_per_token": 1 / scores["tpf"], **scores}
@@ -182,12 +185,7 @@ def ablation(cfg: PipelineConfig, work: Work) -> dict:
     return result
 
 
-def baselines(cfg: PipelineConfig, work: Work) -> None:
-    cllm(cfg, work)
-    ablation(cfg, work)
-
-
-STAGES = {"jacobi-forcing": jacobi_forcing, "baselines": baselines}
+STAGES = {"ablation": ablation, "jacobi-forcing": jacobi_forcing, "cllm": cllm}
 
 
 def in_parallel(jobs: list) -> None:
@@ -207,13 +205,15 @@ def one_thread(job) -> None:
 
 
 def run(cfg: PipelineConfig = PipelineConfig(), folder: Path = Path("runs/pipeline"), stage: str = "all") -> dict:
-    """The pipeline, or one stage of it ('jacobi-forcing' or 'baselines'), resuming after the
-    stages an earlier run in `folder` finished; returns the wall time of each stage in seconds.
-    On CPU with workers > 1 the two stages run side by side after round 1's collection."""
+    """The pipeline, or one stage of it, resuming after the stages an earlier run in `folder`
+    finished; returns the wall time of each stage in seconds. Round 1's trajectories come
+    first, then the ablation; on CPU with workers > 1, Jacobi Forcing's two rounds and the
+    CLLM-style baseline then train side by side."""
     work = Work(folder)
-    stages = list(STAGES) if stage == "all" else [stage]
     round1_trajectories(cfg, work)
-    jobs = [partial(STAGES[name], cfg, work) for name in stages]
+    if stage in ("all", "ablation"):
+        ablation(cfg, work)
+    jobs = [partial(STAGES[name], cfg, work) for name in ("jacobi-forcing", "cllm") if stage in ("all", name)]
     if len(jobs) > 1 and cfg.workers > 1 and cfg.device == "cpu":
         in_parallel(jobs)
     else:

@@ -90,6 +90,7 @@ def test_pipeline_runs_end_to_end_on_a_few_prompts_and_resumes(tmp_path):
     (tmp_path / "work" / "round2.jsonl").write_text("")  # a finished stage is read back, not redone
     times = pipeline.run(cfg, tmp_path / "work")
     assert set(times) == {"round1", "train_round1", "round2", "train_round2", "cllm_phase1", "cllm_phase2", "ablation"}
+    assert list(first) == ["round1", "round2", "train_round1", "train_round2"]  # no ablation in that stage
     assert all(times[k] == v for k, v in first.items())
     again = jacobi_min.load(cfg.out / "jacobi-forcing")[0].state_dict()
     assert all(torch.equal(weights[k], again[k]) for k in weights)
