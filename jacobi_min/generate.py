@@ -33,7 +33,6 @@ streamer=s)` next to `streamer=s`; and for stop strings pass
 `stopping_criteria=[StopStringCriteria(tokenizer, strings)]`, as
 `stop_strings=` raises there for want of the tokenizer.
 """
-import sys
 import time
 from dataclasses import dataclass
 from functools import partial
@@ -74,11 +73,11 @@ def decode(model, prompt: list[int], max_new_tokens: int, block_size: int = 16, 
 
 def check_supported(input_ids: torch.Tensor, generation_config, model_kwargs: dict) -> None:
     """A ValueError naming what `jacobi_generate` cannot do."""
+    if generation_config.num_beams > 1:
+        raise ValueError(f"jacobi_generate does not do beam search, got num_beams={generation_config.num_beams}")
     if input_ids.shape[0] != 1:
         raise ValueError(f"jacobi_generate decodes one sequence at a time (batch size 1), got batch size "
                          f"{input_ids.shape[0]}: call generate once per prompt")
-    if generation_config.num_beams > 1:
-        raise ValueError(f"jacobi_generate does not do beam search, got num_beams={generation_config.num_beams}")
     if unknown := set(model_kwargs) - MODEL_KWARGS:
         raise ValueError(f"jacobi_generate passes no extra inputs to the model, got {sorted(unknown)}")
     mask, cache = model_kwargs.get("attention_mask"), model_kwargs.get("past_key_values")
@@ -143,7 +142,7 @@ RESET = "\033[0m"
 class ChunkPrinter:
     """Prints the text of each verified chunk as it arrives, alternating colours by forward."""
 
-    def __init__(self, tokenizer, color: bool, file=sys.stdout):
+    def __init__(self, tokenizer, color: bool, file=None):
         self.tokenizer, self.color, self.file = tokenizer, color, file
         self.tokens, self.shown, self.chunks = [], "", 0
 
@@ -182,7 +181,7 @@ def stats(result: DecodeResult, rate: float) -> str:
 
 
 def run(model, tokenizer, prompt: list[int], pick: Pick, block_size: int = 16, blocks: int = 1, pool_size: int = 0,
-        max_new_tokens: int = 128, color: bool = False, compare: bool = False, file=sys.stdout) -> DecodeResult:
+        max_new_tokens: int = 128, color: bool = False, compare: bool = False, file=None) -> DecodeResult:
     """Decode `prompt`, streaming the text, then print tokens, forwards, TPF and tokens/s (and AR's with `compare`)."""
     printer = ChunkPrinter(tokenizer, color, file)
     result, rate = timed(partial(decode, model, prompt, max_new_tokens, block_size, blocks, pool_size=pool_size,
@@ -192,6 +191,6 @@ def run(model, tokenizer, prompt: list[int], pick: Pick, block_size: int = 16, b
     if compare:
         ar, ar_rate = timed(partial(greedy_decode, model, prompt, max_new_tokens, pick=pick))
         line += (f" | AR: {stats(ar, ar_rate)} | same tokens: {'yes' if ar.tokens == result.tokens else 'NO'}"
-                 f" | speedup {rate / ar_rate:.2f}x")
+                 f" | speedup {rate / ar_rate if ar_rate else float('nan'):.2f}x")
     print(line + " (tokens/s: prefill left out)", file=file)
     return result
