@@ -57,8 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("demo", help="AR vs Jacobi on held-out problems: identical output, TPF, speedup (~15 s)")
     p.add_argument("--models", nargs="+", default=["base", "jacobi-forcing"], help="embedded names, directories or hub ids")
     device_args(p)
-    p.add_argument("--problems", type=int, default=6)
-    p.add_argument("--block-size", type=int, default=16)
+    p.add_argument("--problems", type=at_least(1), default=6)
+    p.add_argument("--block-size", type=at_least(1), default=16)
 
     p = commands.add_parser("generate", help="decode your own prompt: text streamed as verified, then TPF and tokens/s")
     p.add_argument("prompt", nargs="?", help="the prompt; read from stdin when left out")
@@ -78,13 +78,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("train-base", help="train the embedded tiny Qwen2 and its tokenizer (~45 min on 2 cores)")
     p.add_argument("--out", type=Path, default=Path("runs/base"),
                    help="resumes from OUT/resume.pt when present; jacobi_min/checkpoints/base rebuilds the shipped model")
-    p.add_argument("--steps", type=int, default=tiny.BaseConfig.steps)
+    p.add_argument("--steps", type=at_least(1), default=tiny.BaseConfig.steps)
 
     p = commands.add_parser("collect", help="record Jacobi trajectories of training prompts (JSON lines)")
     model_args(p)
-    p.add_argument("--block-size", type=int, default=16)
-    p.add_argument("--prompts", type=int, default=pipeline.PipelineConfig.train_prompts)
-    p.add_argument("--max-new-tokens", type=int, default=task.MAX_ANSWER_TOKENS)
+    p.add_argument("--block-size", type=at_least(1), default=16)
+    p.add_argument("--prompts", type=at_least(1), default=pipeline.PipelineConfig.train_prompts)
+    p.add_argument("--max-new-tokens", type=at_least(1), default=task.MAX_ANSWER_TOKENS)
     p.add_argument("--out", type=Path, required=True)
 
     p = commands.add_parser("train", help="train on trajectories: Jacobi Forcing or the CLLM-style baseline")
@@ -92,17 +92,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trajectories", type=Path, required=True)
     p.add_argument("--method", default="jacobi-forcing", choices=["jacobi-forcing", "cllm"])
     p.add_argument("--schedule", default="progressive", choices=trajectories.SCHEDULES)
-    p.add_argument("--window", type=int, default=TrainConfig.window)
-    p.add_argument("--steps", type=int, default=TrainConfig.steps)
-    p.add_argument("--lr", type=float, default=TrainConfig.lr)
-    p.add_argument("--batch-size", type=int, default=TrainConfig.batch_size)
-    p.add_argument("--eval-problems", type=int, default=TrainConfig.eval_problems)
+    p.add_argument("--window", type=at_least(1), default=TrainConfig.window)
+    p.add_argument("--steps", type=at_least(1), default=TrainConfig.steps)
+    p.add_argument("--lr", type=at_least(0.0, float), default=TrainConfig.lr)
+    p.add_argument("--batch-size", type=at_least(1), default=TrainConfig.batch_size)
+    p.add_argument("--eval-problems", type=at_least(0), default=TrainConfig.eval_problems)
     p.add_argument("--out", type=Path, required=True)
 
     p = commands.add_parser("eval", help="held-out accuracy, TPF of greedy Jacobi and repetition of one model")
     model_args(p)
-    p.add_argument("--problems", type=int, default=500)
-    p.add_argument("--block-size", type=int, default=16)
+    p.add_argument("--problems", type=at_least(1), default=500)
+    p.add_argument("--block-size", type=at_least(1), default=16)
 
     p = commands.add_parser("pipeline", help="progressive Jacobi Forcing (2 rounds) + CLLM baseline + ablation (~75 min)")
     p.add_argument("--work", type=Path, default=Path("runs/pipeline"),
@@ -111,42 +111,42 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="cpu", help="cpu or cuda")
     p.add_argument("--out", type=Path, default=pipeline.PipelineConfig.out,
                    help="checkpoints go to OUT/jacobi-forcing and OUT/cllm (jacobi_min/checkpoints rebuilds the shipped ones)")
-    p.add_argument("--train-prompts", type=int, default=pipeline.PipelineConfig.train_prompts,
+    p.add_argument("--train-prompts", type=at_least(1), default=pipeline.PipelineConfig.train_prompts,
                    help="training prompts whose trajectories are collected in each round")
-    p.add_argument("--workers", type=int, default=pipeline.PipelineConfig.workers,
+    p.add_argument("--workers", type=at_least(1), default=pipeline.PipelineConfig.workers,
                    help="CPU processes for trajectory collection and the ablation")
     p.add_argument("--stage", default="all", choices=["all", *pipeline.STAGES],
                    help="run one stage only: ablation, jacobi-forcing (rounds 1 and 2) or cllm")
     p = commands.add_parser("bench", help="every method on held-out problems of each length bucket: TPF, speedup, "
                                           "accuracy, cost model (~25 min on 2 cores)")
-    p.add_argument("--problems", type=int, default=bench.BenchConfig.problems, help="per length bucket")
+    p.add_argument("--problems", type=at_least(1), default=bench.BenchConfig.problems, help="per length bucket")
     p.add_argument("--lengths", nargs="+", default=list(task.BUCKETS), choices=list(task.BUCKETS))
-    p.add_argument("--block-sizes", type=int, nargs="+", default=[16, 32])
-    p.add_argument("--workers", type=int, default=2, help="CPU processes (one thread each), one length bucket each")
+    p.add_argument("--block-sizes", type=at_least(1), nargs="+", default=[16, 32])
+    p.add_argument("--workers", type=at_least(1), default=2, help="CPU processes (one thread each), one length bucket each")
     device_args(p)
     p.add_argument("--out", type=Path, default=bench.RESULTS / "benchmark.json")
 
     p = commands.add_parser("sweep", help="multi-block + recycling over (n, K, r, pool, ours/official) on one model: "
                                           "TPF, speedup (~10 min on 2 cores)")
     p.add_argument("--model", default="jacobi-forcing")
-    p.add_argument("--problems", type=int, default=bench.SweepConfig.problems)
+    p.add_argument("--problems", type=at_least(1), default=bench.SweepConfig.problems)
     p.add_argument("--length", default=bench.SweepConfig.length, choices=list(task.BUCKETS))
 
     p = commands.add_parser("exactness", help="Jacobi vs generate on real GSM8K + HumanEval prompts (needs requirements-qwen.txt)")
     model_args(p, default="qwen2.5-coder-0.5b-instruct")
-    p.add_argument("--prompts", type=int, default=20, help="half GSM8K, half HumanEval")
-    p.add_argument("--block-sizes", type=int, nargs="*", default=[4, 16, 64], help="greedy Jacobi")
-    p.add_argument("--multiblock-sizes", type=int, nargs="*", default=[16],
+    p.add_argument("--prompts", type=at_least(2), default=20, help="half GSM8K, half HumanEval")
+    p.add_argument("--block-sizes", type=at_least(1), nargs="*", default=[4, 16, 64], help="greedy Jacobi")
+    p.add_argument("--multiblock-sizes", type=at_least(1), nargs="*", default=[16],
                    help="multi-block decoding (K = 2, r = 0.25, pool 4)")
-    p.add_argument("--recycling-sizes", type=int, nargs="*", default=[], help="rejection recycling alone (pool 4)")
-    p.add_argument("--prompt-lookup", type=int, default=10, help="prompt-lookup draft length (0: skip)")
-    p.add_argument("--max-new-tokens", type=int, default=128)
+    p.add_argument("--recycling-sizes", type=at_least(1), nargs="*", default=[], help="rejection recycling alone (pool 4)")
+    p.add_argument("--prompt-lookup", type=at_least(0), default=10, help="prompt-lookup draft length (0: skip)")
+    p.add_argument("--max-new-tokens", type=at_least(1), default=128)
     p.add_argument("--out", type=Path, required=True, help="JSON report")
 
     p = commands.add_parser("cost-model", help="L(k): latency of one forward of k new tokens on a cached context")
     model_args(p, default="qwen2.5-coder-0.5b-instruct")
-    p.add_argument("--ks", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32, 64, 128])
-    p.add_argument("--context", type=int, default=256, help="tokens already in the KV cache")
+    p.add_argument("--ks", type=at_least(1), nargs="+", default=[1, 2, 4, 8, 16, 32, 64, 128])
+    p.add_argument("--context", type=at_least(1), default=256, help="tokens already in the KV cache")
     p.add_argument("--out", type=Path, required=True, help="JSON file")
 
     commands.add_parser("figures", help="rebuild every PNG in figures/ from the results files (seconds)")

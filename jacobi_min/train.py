@@ -29,6 +29,7 @@ import json
 import math
 import os
 import random
+import shutil
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -184,9 +185,17 @@ def train(model, tokenizer, trajectories: list[dict], cfg: TrainConfig, out_dir:
 
 def save_checkpoint(model, tokenizer, out_dir: Path, cfg: TrainConfig, log: list[dict], extra: dict | None = None) -> None:
     """Half-precision weights (of a copy: the model in memory is left as it is), tokenizer,
-    training config and log."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    copy.deepcopy(model).to(torch.float16).save_pretrained(out_dir)
-    tokenizer.save_pretrained(out_dir)
-    (out_dir / "train_config.json").write_text(json.dumps({"config": asdict(cfg), **(extra or {})}, indent=2, default=str))
-    (out_dir / "train_log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in log))
+    training config and log; written to a temporary folder that then replaces `out_dir`, so a
+    crash never leaves a mix of old and new files."""
+    tmp, old = out_dir.with_name(out_dir.name + ".tmp"), out_dir.with_name(out_dir.name + ".old")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    copy.deepcopy(model).to(torch.float16).save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    (tmp / "train_config.json").write_text(json.dumps({"config": asdict(cfg), **(extra or {})}, indent=2, default=str))
+    (tmp / "train_log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in log))
+    shutil.rmtree(old, ignore_errors=True)
+    if out_dir.exists():
+        out_dir.rename(old)
+    tmp.rename(out_dir)
+    shutil.rmtree(old, ignore_errors=True)

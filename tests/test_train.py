@@ -109,3 +109,29 @@ def test_pipeline_runs_end_to_end_on_a_few_prompts_and_resumes(tmp_path):
     assert json.loads((cfg.out / "cllm" / "train_config.json").read_text())["phase1"]["lr"] == 5e-4
     ablation = json.loads((cfg.results / "ablation.json").read_text())
     assert {name: [r["seed"] for r in runs] for name, runs in ablation["runs"].items()} == {"progressive": [0, 1], "λ = 2": [0]}
+
+
+@pytest.mark.parametrize("argv", [["eval", "--problems", "0"], ["demo", "--problems", "0"], ["train-base", "--steps", "0"],
+                                  ["train", "--trajectories", "x", "--out", "y", "--window", "0"],
+                                  ["train", "--trajectories", "x", "--out", "y", "--batch-size", "0"],
+                                  ["train", "--trajectories", "x", "--out", "y", "--steps", "0"],
+                                  ["bench", "--block-sizes", "16", "0"], ["pipeline", "--workers", "0"]])
+def test_out_of_range_arguments_are_usage_errors(argv, capsys):
+    from jacobi_min.__main__ import main
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2 and "must be >=" in capsys.readouterr().err
+
+
+def test_training_on_no_trajectories_is_a_clear_error():
+    model, tokenizer = jacobi_min.load()
+    with pytest.raises(ValueError, match="no trajectories"):
+        train(model, tokenizer, [], TrainConfig(steps=1))
+
+
+def test_a_diverged_loss_stops_training_with_a_clear_error(trajectory_file):
+    model, tokenizer = jacobi_min.load()
+    with torch.no_grad():
+        model.model.norm.weight.fill_(float("nan"))
+    with pytest.raises(FloatingPointError, match="training diverged"):
+        train(model, tokenizer, trajectories.load(trajectory_file), TrainConfig(steps=2, batch_size=2, eval_problems=0))
