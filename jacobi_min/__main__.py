@@ -118,10 +118,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stage", default="all", choices=["all", *pipeline.STAGES],
                    help="run one stage only: ablation, jacobi-forcing (rounds 1 and 2) or cllm")
     p = commands.add_parser("bench", help="every method on held-out problems of each length bucket: TPF, speedup, "
-                                          "accuracy, cost model (~25 min on 2 cores)")
+                                          "accuracy, cost model (~12 min on 2 cores)")
     p.add_argument("--problems", type=at_least(1), default=bench.BenchConfig.problems, help="per length bucket")
     p.add_argument("--lengths", nargs="+", default=list(task.BUCKETS), choices=list(task.BUCKETS))
-    p.add_argument("--block-sizes", type=at_least(1), nargs="+", default=[16, 32])
+    p.add_argument("--block-sizes", type=at_least(1), nargs="+", default=bench.BenchConfig().block_sizes)
     p.add_argument("--workers", type=at_least(1), default=2, help="CPU processes (one thread each), one length bucket each")
     device_args(p)
     p.add_argument("--out", type=Path, default=bench.RESULTS / "benchmark.json")

@@ -4,25 +4,38 @@ Inputs: `figures/results/benchmark.json` (bench), `figures/results/ablation.json
 (pipeline), the `train_log.jsonl` of each trained checkpoint, and for the real
 Qwen `qwen_exactness_float32.json` (exactness; optional `_extra.json` and
 `_multiblock.json`: more methods, each against its own `generate` runs) with
-`qwen_cost_model_float32.json` (cost-model).
+`qwen_cost_model_float32.json` (cost-model). Every PNG carries the SHA-256 of
+its input files in a text chunk; `stale` lists the figures whose inputs have
+changed since they were drawn (a test keeps the committed ones current).
 """
+import hashlib
 import json
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+from PIL import Image
 
 from .model import CHECKPOINTS
 from .plots import acceptance_histogram
 
 FIGURES = Path(__file__).parent.parent / "figures"
 JACOBI_METHODS = ["Jacobi (base)", "CLLM-style", "CLLM-style + MR", "Jacobi Forcing", "Jacobi Forcing + MR"]
+SOURCE_KEY = "Source-SHA256"  # PNG text chunk: the digest of the figure's input files
 COLORS = {"AR": "grey", "prompt lookup": "#9467bd", "Jacobi (base)": "#1f77b4", "CLLM-style": "#ff7f0e",
           "CLLM-style + MR": "#d4a017", "Jacobi Forcing": "#2ca02c", "Jacobi Forcing + MR": "#d62728"}
 
 
-def save(fig, path: Path) -> None:
+def digest(sources: list[Path]) -> str:
+    """SHA-256 over the bytes of a figure's input files: written into the PNG, checked by `stale`."""
+    h = hashlib.sha256()
+    for path in sources:
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def save(fig, path: Path, sources: list[Path]) -> None:
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, metadata={SOURCE_KEY: digest(sources)})
     plt.close(fig)
 
 
@@ -37,7 +50,7 @@ def bucket_label(length: str, bucket: dict) -> str:
     return f"{length}\n(mean {bucket['answer_tokens']:.0f} tokens)"
 
 
-def metric_vs_length(results: dict, key: str, ylabel: str, path: Path) -> None:
+def metric_vs_length(results: dict, key: str, ylabel: str):
     """One line per method and block size across the length buckets; error bars: the range over
     chunks of problems where the results hold one (speedups)."""
     fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -62,10 +75,10 @@ def metric_vs_length(results: dict, key: str, ylabel: str, path: Path) -> None:
     ax.legend(fontsize=7, ncol=2)
     meta = results["meta"]
     ax.set_title(f"{ylabel} vs answer length ({meta['device']}, {meta['dtype']}, {meta['threads']} thread)", fontsize=10)
-    save(fig, path)
+    return fig
 
 
-def accuracy_vs_speedup(results: dict, path: Path) -> None:
+def accuracy_vs_speedup(results: dict):
     """Every method and block size, one panel per length bucket; x error bars: range over chunks."""
     buckets = results["buckets"]
     fig, axes = plt.subplots(1, len(buckets), figsize=(5 * len(buckets), 4.2), sharey=True)
@@ -81,10 +94,10 @@ def accuracy_vs_speedup(results: dict, path: Path) -> None:
     axes_list = axes if len(buckets) > 1 else [axes]
     axes_list[0].set_ylabel("accuracy (%)")
     axes_list[-1].legend(fontsize=6, loc="lower right")
-    save(fig, path)
+    return fig
 
 
-def acceptance(results: dict, path: Path, length: str = "long", block_size: int = 16) -> None:
+def acceptance(results: dict, length: str = "long", block_size: int = 16):
     fig, ax = plt.subplots(figsize=(7, 4))
     counts = {}
     for r in results["buckets"][length]["methods"]:
@@ -92,10 +105,10 @@ def acceptance(results: dict, path: Path, length: str = "long", block_size: int 
             counts[r["method"]] = [int(k) for k, v in r["accepted_histogram"].items() for _ in range(v)]
     acceptance_histogram(ax, counts, max_count=block_size)
     ax.set_title(f"new tokens per forward at n = {block_size}, {length} answers")
-    save(fig, path)
+    return fig
 
 
-def cost_model(results: dict, path: Path) -> None:
+def cost_model(results: dict):
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     costs = results["cost_model"]
     left.plot(costs["k"], [1000 * t for t in costs["latency_s"]], marker=".")
@@ -113,10 +126,10 @@ def cost_model(results: dict, path: Path) -> None:
     right.set_ylabel("measured speedup")
     right.set_title("every method, block size and length bucket", fontsize=10)
     right.legend(fontsize=7)
-    save(fig, path)
+    return fig
 
 
-def ablation(data: dict, path: Path) -> None:
+def ablation(data: dict):
     """Mean iterations per token over seeds (bars), each seed (dots), min-max (error bars)."""
     fig, ax = plt.subplots(figsize=(8, 4))
     names = list(data["runs"])
@@ -134,10 +147,10 @@ def ablation(data: dict, path: Path) -> None:
     ax.set_title(f"round-1 ablation: {data['steps']} steps, n = {data['block_size']}, {data['problems']} held-out "
                  f"{data['length']} answers (accuracy above the bars)", fontsize=9)
     ax.margins(y=0.15)
-    save(fig, path)
+    return fig
 
 
-def training_curves(logs: dict[str, list[dict]], path: Path) -> None:
+def training_curves(logs: dict[str, list[dict]]):
     fig, (loss, tpf, accuracy) = plt.subplots(1, 3, figsize=(15, 4))
     for name, log in logs.items():
         loss.plot([r["step"] for r in log], [r["loss"] for r in log], lw=0.6, label=name)
@@ -151,7 +164,7 @@ def training_curves(logs: dict[str, list[dict]], path: Path) -> None:
     for ax in (loss, tpf, accuracy):
         ax.set_xlabel("step")
         ax.legend()
-    save(fig, path)
+    return fig
 
 
 def method_summaries(reports: list[dict]) -> list[tuple[str, float, float]]:
@@ -167,7 +180,7 @@ def method_summaries(reports: list[dict]) -> list[tuple[str, float, float]]:
     return out
 
 
-def real_model(reports: list[dict], costs: dict, tiny_costs: dict | None, path: Path) -> None:
+def real_model(reports: list[dict], costs: dict, tiny_costs: dict | None):
     """TPF and wall-clock speedup over `generate` per method on real prompts, and L(k)/L(1)."""
     fig, (tpf, speed, cost) = plt.subplots(1, 3, figsize=(16, 4.5))
     names, tpfs, speedups = zip(*method_summaries(reports))
@@ -191,40 +204,55 @@ def real_model(reports: list[dict], costs: dict, tiny_costs: dict | None, path: 
     cost.set_ylabel("L(k) / L(1)")
     cost.set_title("cost of a k-token forward, relative to one token", fontsize=9)
     cost.legend(fontsize=8)
-    save(fig, path)
+    return fig
 
 
 def read_log(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def build(results_dir: Path = FIGURES / "results", out_dir: Path = FIGURES, checkpoints: Path = CHECKPOINTS) -> list[Path]:
-    """Write every figure whose inputs exist; returns the paths written."""
-    written = []
+def jobs(results_dir: Path, checkpoints: Path) -> dict[str, tuple[list[Path], object]]:
+    """figure name -> (its input files, a function drawing it) for every figure whose inputs exist."""
+    out = {}
     bench = results_dir / "benchmark.json"
     if bench.exists():
-        results = json.loads(bench.read_text())
-        jobs = {"speedup_vs_answer_length.png": lambda p: metric_vs_length(results, "speedup_median", "speedup over AR", p),
-                "tpf_vs_answer_length.png": lambda p: metric_vs_length(results, "tpf", "tokens per forward", p),
-                "accuracy_vs_speedup.png": lambda p: accuracy_vs_speedup(results, p),
-                "acceptance_histogram.png": lambda p: acceptance(results, p),
-                "cost_model.png": lambda p: cost_model(results, p)}
-        for name, job in jobs.items():
-            job(out_dir / name)
-            written.append(out_dir / name)
+        results = lambda: json.loads(bench.read_text())
+        out |= {"speedup_vs_answer_length.png": ([bench], lambda: metric_vs_length(results(), "speedup_median", "speedup over AR")),
+                "tpf_vs_answer_length.png": ([bench], lambda: metric_vs_length(results(), "tpf", "tokens per forward")),
+                "accuracy_vs_speedup.png": ([bench], lambda: accuracy_vs_speedup(results())),
+                "acceptance_histogram.png": ([bench], lambda: acceptance(results())),
+                "cost_model.png": ([bench], lambda: cost_model(results()))}
     if (results_dir / "ablation.json").exists():
-        ablation(json.loads((results_dir / "ablation.json").read_text()), out_dir / "noise_schedule_ablation.png")
-        written.append(out_dir / "noise_schedule_ablation.png")
-    reports = [results_dir / f"qwen_exactness_float32{part}.json" for part in ("", "_extra", "_multiblock")]
+        out["noise_schedule_ablation.png"] = ([results_dir / "ablation.json"],
+                                              lambda: ablation(json.loads((results_dir / "ablation.json").read_text())))
+    reports = [r for r in (results_dir / f"qwen_exactness_float32{part}.json" for part in ("", "_extra", "_multiblock"))
+               if r.exists()]
     costs = results_dir / "qwen_cost_model_float32.json"
-    if reports[0].exists() and costs.exists():
-        tiny_costs = json.loads(bench.read_text())["cost_model"] if bench.exists() else None
-        real_model([json.loads(r.read_text()) for r in reports if r.exists()], json.loads(costs.read_text()),
-                   tiny_costs, out_dir / "real_qwen.png")
-        written.append(out_dir / "real_qwen.png")
-    logs = {name: read_log(checkpoints / name / "train_log.jsonl") for name in ("jacobi-forcing", "cllm")
-            if (checkpoints / name / "train_log.jsonl").exists()}
-    if logs:
-        training_curves(logs, out_dir / "training_curves.png")
-        written.append(out_dir / "training_curves.png")
+    if reports and costs.exists():
+        tiny = [bench] if bench.exists() else []
+        out["real_qwen.png"] = (reports + [costs] + tiny, lambda: real_model(
+            [json.loads(r.read_text()) for r in reports], json.loads(costs.read_text()),
+            json.loads(bench.read_text())["cost_model"] if tiny else None))
+    logs = [checkpoints / name / "train_log.jsonl" for name in ("jacobi-forcing", "cllm")]
+    if all(log.exists() for log in logs):
+        out["training_curves.png"] = (logs, lambda: training_curves({log.parent.name: read_log(log) for log in logs}))
+    return out
+
+
+def build(results_dir: Path = FIGURES / "results", out_dir: Path = FIGURES, checkpoints: Path = CHECKPOINTS) -> list[Path]:
+    """Write every figure whose inputs exist, each stamped with the digest of its inputs; returns the paths."""
+    written = []
+    for name, (sources, draw) in jobs(results_dir, checkpoints).items():
+        save(draw(), out_dir / name, sources)
+        written.append(out_dir / name)
     return written
+
+
+def stale(results_dir: Path = FIGURES / "results", out_dir: Path = FIGURES, checkpoints: Path = CHECKPOINTS) -> list[str]:
+    """Figures missing, or drawn from inputs that have changed since (rebuild: python -m jacobi_min figures)."""
+    out = []
+    for name, (sources, _) in jobs(results_dir, checkpoints).items():
+        path = out_dir / name
+        if not path.exists() or Image.open(path).text.get(SOURCE_KEY) != digest(sources):
+            out.append(name)
+    return out

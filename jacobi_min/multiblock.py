@@ -50,12 +50,13 @@ Where this differs from the official inference code (all choices are lossless;
    random tokens): its tokens were decoded on RA's draft, often correctly.
 """
 import math
+import numbers
 from collections import deque
 from dataclasses import dataclass, field
 
 import torch
 
-from .jacobi import DecodeResult, check_inputs, eos_ids, initial_draft, keep_count, prefill
+from .jacobi import DecodeResult, as_int, check_inputs, eos_ids, initial_draft, keep_count, prefill
 from .sampling import GREEDY
 
 
@@ -88,12 +89,10 @@ class MultiBlockResult(DecodeResult):
 
 def check_multiblock(blocks, spawn_ratio, pool_size) -> None:
     """A ValueError that says which multi-block parameter is wrong."""
-    if not isinstance(blocks, int) or blocks < 1:
-        raise ValueError(f"blocks must be an integer >= 1, got {blocks!r}")
-    if not isinstance(spawn_ratio, (int, float)) or not 0 < spawn_ratio <= 1:
+    as_int(blocks, "blocks", 1)
+    if isinstance(spawn_ratio, bool) or not isinstance(spawn_ratio, numbers.Real) or not 0 < spawn_ratio <= 1:
         raise ValueError(f"spawn_ratio must lie in (0, 1], got {spawn_ratio!r}")
-    if not isinstance(pool_size, int) or pool_size < 0:
-        raise ValueError(f"pool_size must be an integer >= 0, got {pool_size!r}")
+    as_int(pool_size, "pool_size", 0)
 
 
 def common_prefix(a: list[int], b: list[int]) -> int:
@@ -166,7 +165,7 @@ def multiblock_decode(model, input_ids, block_size: int = 16, max_new_tokens: in
     if max_new_tokens == 0:
         return MultiBlockResult([], steps=[] if record else None)
     eos = eos_ids(model, eos_token_id)
-    gen = torch.Generator().manual_seed(seed)  # same draws as jacobi_decode with the same seed
+    gen = torch.Generator().manual_seed(as_int(seed, "seed", 0))  # same draws as jacobi_decode with the same seed
     cache, y0, stop = prefill(model, prompt, eos, pick, stopping)
     out = MultiBlockResult([y0], steps=[] if record else None)
     if on_chunk:

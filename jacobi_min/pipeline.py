@@ -4,7 +4,7 @@
     round 2: trajectories of the round-1 model at n = 32  ->  continue training
     CLLM-style baseline: the round-1 trajectories, the same steps, lr and λ in two phases
     ablation: round 1 alone, shorter, once per variant (noise schedule, schedule offset, λ)
-              and training seed, scored on the long bucket (it runs first: λ is chosen from it)
+              and training seed, scored on the long bucket
 
 The training prompts mix the three length buckets (`task.BUCKETS`) equally.
 Trajectory collection runs in `workers` CPU processes; everything is seeded,
@@ -28,22 +28,22 @@ from .train import TrainConfig, evaluate, prompt_ids, save_checkpoint, train
 from .workers import SHARED, pmap
 
 RESULTS = Path(__file__).parent.parent / "figures" / "results"
-ABLATION = {  # variant -> TrainConfig changes from round 1; schedules at the paper's λ = 10
-    "progressive": {"lam": 10.0}, "random": {"schedule": "random", "lam": 10.0},
-    "reverse": {"schedule": "reverse", "lam": 10.0}, "progressive, random offset": {"random_offset": True, "lam": 10.0},
-    "λ = 1": {"lam": 1.0}, "λ = 3": {"lam": 3.0}, "λ = 30": {"lam": 30.0},
+ABLATION = {  # variant -> TrainConfig changes from round 1 (λ = 3)
+    "progressive": {}, "random": {"schedule": "random"}, "reverse": {"schedule": "reverse"},
+    "progressive, random offset": {"random_offset": True},
+    "λ = 1": {"lam": 1.0}, "λ = 10": {"lam": 10.0}, "λ = 30": {"lam": 30.0},
 }
 SEEDED = ("progressive", "random", "reverse")
 
 
 @dataclass
 class PipelineConfig:
-    train_prompts: int = 2000
+    train_prompts: int = 1500
     max_new_tokens: int = task.MAX_ANSWER_TOKENS
     round1_block: int = 16
     round2_block: int = 32
-    round1: TrainConfig = field(default_factory=lambda: TrainConfig(steps=1600, lr=5e-4))
-    round2: TrainConfig = field(default_factory=lambda: TrainConfig(steps=400, lr=2e-4))
+    round1: TrainConfig = field(default_factory=lambda: TrainConfig(steps=1600, lr=5e-4, lam=3.0))
+    round2: TrainConfig = field(default_factory=lambda: TrainConfig(steps=400, lr=2e-4, lam=3.0))
     ablation: dict = field(default_factory=lambda: dict(ABLATION))
     ablation_seeds: int = 3
     ablation_steps: int = 200
@@ -204,19 +204,23 @@ def one_thread(job) -> None:
     job()
 
 
+def baselines(cfg: PipelineConfig, work: Work) -> None:
+    cllm(cfg, work)
+    ablation(cfg, work)
+
+
 def run(cfg: PipelineConfig = PipelineConfig(), folder: Path = Path("runs/pipeline"), stage: str = "all") -> dict:
     """The pipeline, or one stage of it, resuming after the stages an earlier run in `folder`
     finished; returns the wall time of each stage in seconds. Round 1's trajectories come
-    first, then the ablation; on CPU with workers > 1, Jacobi Forcing's two rounds and the
-    CLLM-style baseline then train side by side."""
+    first; on CPU with workers > 1, Jacobi Forcing's two rounds then train side by side with
+    the CLLM-style baseline followed by the ablation."""
     work = Work(folder)
     round1_trajectories(cfg, work)
-    if stage in ("all", "ablation"):
-        ablation(cfg, work)
-    jobs = [partial(STAGES[name], cfg, work) for name in ("jacobi-forcing", "cllm") if stage in ("all", name)]
-    if len(jobs) > 1 and cfg.workers > 1 and cfg.device == "cpu":
-        in_parallel(jobs)
+    if stage != "all":
+        STAGES[stage](cfg, work)
+    elif cfg.workers > 1 and cfg.device == "cpu":
+        in_parallel([partial(jacobi_forcing, cfg, work), partial(baselines, cfg, work)])
     else:
-        for job in jobs:
-            job()
+        for job in (jacobi_forcing, cllm, ablation):
+            job(cfg, work)
     return work.times

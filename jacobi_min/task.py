@@ -15,9 +15,13 @@ step, and a final line ``#### <answer>``, as in GSM8K.
 
       Question: Ben has 23 stickers. Every day, Ben buys 6 more stickers and
       gives 4 stickers to Mia. How many stickers does Ben have after 9 days?
-      Answer: Ben starts with 23 stickers. Day 1: 23 + 6 = 29. 29 - 4 = 25.
-      Day 2: 25 + 6 = 31. 31 - 4 = 27. ... Day 9: ... = 41.
+      Answer: Ben starts with 23 stickers. Day 1 of 9: 23 + 6 = 29. 29 - 4 = 25.
+      Day 2 of 9: 25 + 6 = 31. 31 - 4 = 27. ... Day 9 of 9: ... = 41.
       #### 41
+
+  ("of 9" repeats the count on every day, so that whether to stop after a
+  day is read off the line itself: without it the tiny base model
+  lost count on half the long answers)
 
 The length knob is the number of equations in the solution; LENGTHS names
 three ranges of it whose answers fall in the token BUCKETS (answer tokens
@@ -152,7 +156,7 @@ def _routine(rng, days: int) -> tuple[Problem, tuple]:
         for op, k in events:
             equations.append(f"{values[i]} {op} {k} = {values[i + 1]}.")
             i += 1
-        lines.append(f"Day {day}: " + " ".join(equations))
+        lines.append(f"Day {day} of {days}: " + " ".join(equations))
     solution = f"{name} starts with {start} {item}. " + " ".join(lines) + f"\n#### {values[-1]}"
     return Problem(question, solution, values[-1]), ("routine", start, tuple(events), days)
 

@@ -42,8 +42,9 @@ class BaseConfig:
     kv_heads: int = 2
     context: int = 640
     train_problems: int = 60000
-    steps: int = 1800
+    steps: int = 2000
     tokens_per_step: int = 8192
+    bucket_weights: tuple[float, ...] = (0.4, 0.3, 0.3)  # short, medium, long: the short stories need the most
     save_every: int = 100  # steps between resume snapshots
     lr: float = 2e-3
     warmup: int = 100
@@ -111,9 +112,9 @@ def length_groups(rows: list[list[int]], problems: list[task.Problem]) -> list[l
     return [g for g in groups.values() if g]
 
 
-def draw_batch(groups: list[list[list[int]]], tokens: int, gen: torch.Generator) -> list[list[int]]:
-    """One bucket drawn uniformly, then as many of its rows as fit `tokens` at its longest row."""
-    group = groups[torch.randint(len(groups), (1,), generator=gen).item()]
+def draw_batch(groups: list[list[list[int]]], weights: list[float], tokens: int, gen: torch.Generator) -> list[list[int]]:
+    """One bucket drawn with probability ∝ `weights`, then as many of its rows as fit `tokens` at its longest row."""
+    group = groups[torch.multinomial(torch.tensor(weights), 1, generator=gen).item()]
     size = max(1, tokens // max(map(len, group)))
     return [group[i] for i in torch.randint(len(group), (size,), generator=gen)]
 
@@ -134,7 +135,7 @@ def train_base(out_dir: Path, cfg: BaseConfig = BaseConfig()) -> dict:
         start -= log[-1]["seconds"]
     model.train()
     for step in (bar := tqdm(range(len(log), cfg.steps), desc="train-base", initial=len(log), total=cfg.steps)):
-        ids, labels = pad_batch(draw_batch(groups, cfg.tokens_per_step, gen), tokenizer.pad_token_id)
+        ids, labels = pad_batch(draw_batch(groups, cfg.bucket_weights, cfg.tokens_per_step, gen), tokenizer.pad_token_id)
         for group in opt.param_groups:
             group["lr"] = lr_at(step, cfg.steps, cfg.warmup, cfg.lr)
         loss = model(input_ids=ids, labels=labels).loss

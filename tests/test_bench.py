@@ -83,6 +83,13 @@ def test_figures_rebuild_from_results_only(tiny_results, tmp_path):
                      "real_qwen.png"}
     for p in written:
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000
+    assert figures.stale(tiny_results.parent, out, logs) == []
+    (tiny_results.parent / "ablation.json").write_text(json.dumps({**ablation, "steps": 11}))
+    assert figures.stale(tiny_results.parent, out, logs) == ["noise_schedule_ablation.png"]
+
+
+def test_committed_figures_are_drawn_from_the_committed_results():
+    assert figures.stale() == [], "rebuild them: python -m jacobi_min figures"
 
 
 def test_real_model_summaries_label_reports_with_other_prompt_counts():

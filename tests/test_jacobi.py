@@ -1,8 +1,9 @@
 """Greedy Jacobi decoding reproduces greedy AR output token for token (float32)."""
+import numpy as np
 import pytest
 import torch
 
-from jacobi_min import greedy_decode, jacobi_decode
+from jacobi_min import greedy_decode, jacobi_decode, multiblock_decode
 from tests.conftest import ARCHS, generate_greedy, tiny_model
 from tests.mock import PositionModel
 
@@ -116,6 +117,19 @@ BAD_INPUTS = [
     (dict(max_new_tokens=510), "exceeds the model's context of 512"),
     (dict(input_ids=torch.zeros(1, 1, 3, dtype=torch.long)), "shape"),
     (dict(input_ids=[[1, 2], [3, 4]]), "one prompt at a time"),
+    (dict(input_ids=None), "got NoneType"),
+    (dict(input_ids=5), "got int"),
+    (dict(input_ids=[True, 2]), "not floats or bools"),
+    (dict(input_ids=torch.tensor([[1.0, 2.0]])), "not floats or bools"),
+    (dict(input_ids=torch.zeros(1, 3, dtype=torch.long, device="meta")), "meta-device"),
+    (dict(block_size=True), "block_size must be an integer >= 1, got True"),
+    (dict(block_size=2.0), "block_size must be an integer"),
+    (dict(max_new_tokens=False), "max_new_tokens must be an integer"),
+    (dict(seed=None), "seed must be an integer >= 0, got None"),
+    (dict(seed=1.5), "seed must be an integer"),
+    (dict(eos_token_id="x"), "eos_token_id must be a token id"),
+    (dict(eos_token_id=-5), "eos_token_id must be a token id"),
+    (dict(eos_token_id=torch.zeros(2, 2, dtype=torch.long)), "eos_token_id must be a token id"),
 ]
 
 
@@ -125,6 +139,34 @@ def test_bad_inputs_raise_clear_errors(kwargs, message):
     args = dict(input_ids=[1, 2, 3], block_size=4, max_new_tokens=8) | kwargs
     with pytest.raises(ValueError, match=message):
         jacobi_decode(model, **args)
-    if "block_size" not in kwargs:
+    if "block_size" not in kwargs and "seed" not in kwargs:
         with pytest.raises(ValueError, match=message):
-            greedy_decode(model, args["input_ids"], args["max_new_tokens"])
+            greedy_decode(model, args["input_ids"], args["max_new_tokens"], eos_token_id=args.get("eos_token_id"))
+
+
+EOS_FORMS = {"int": (int, [0]), "numpy int": (np.int64, [0]), "list": (lambda e: [e], [0]),
+             "tuple": (lambda e: (e, 47), [0, 47]), "0-D tensor": (torch.tensor, [0]),
+             "1-D tensor": (lambda e: torch.tensor([e]), [0])}
+
+
+@pytest.mark.parametrize("form", list(EOS_FORMS))
+def test_every_form_of_eos_id_stops_like_generate(form):
+    """An EOS id as int, numpy int, list, tuple, 0-D or 1-D tensor stops every decoder where generate stops."""
+    model = tiny_model(vocab=48, eos=[])
+    prompt = [5, 6, 7]
+    eos_id = jacobi_decode(model, prompt, 4, 40, eos_token_id=[]).tokens[5]  # a token the model emits
+    make, ids = EOS_FORMS[form]
+    expected = generate_greedy(model, prompt, 40, eos=[eos_id if i == 0 else i for i in ids])
+    assert expected[-1] == eos_id and len(expected) < 40
+    for decode in (jacobi_decode, multiblock_decode):
+        assert decode(model, prompt, 4, 40, eos_token_id=make(eos_id)).tokens == expected
+    assert greedy_decode(model, prompt, 40, eos_token_id=make(eos_id)).tokens == expected
+
+
+@pytest.mark.parametrize("prompt", [lambda ids: np.array([ids]), lambda ids: np.array(ids),
+                                    lambda ids: {"input_ids": torch.tensor([ids]), "attention_mask": torch.ones(1, len(ids))},
+                                    lambda ids: [np.int64(t) for t in ids], lambda ids: tuple(ids)])
+def test_one_prompt_in_any_common_container(prompt):
+    model = tiny_model(vocab=48)
+    ids = [5, 6, 7]
+    assert jacobi_decode(model, prompt(ids), 4, 12).tokens == jacobi_decode(model, ids, 4, 12).tokens

