@@ -97,6 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lr", type=at_least(0.0, float), default=TrainConfig.lr)
     p.add_argument("--batch-size", type=at_least(1), default=TrainConfig.batch_size)
     p.add_argument("--eval-problems", type=at_least(0), default=TrainConfig.eval_problems)
+    p.add_argument("--resume", action="store_true",
+                   help="continue an interrupted run from its snapshot OUT.resume.pt (written every 200 steps)")
     p.add_argument("--out", type=Path, required=True)
 
     p = commands.add_parser("eval", help="held-out accuracy, TPF of greedy Jacobi and repetition of one model")
@@ -226,7 +228,10 @@ def main(argv=None):
     elif args.command == "train":
         cfg = TrainConfig(method=args.method, schedule=args.schedule, window=args.window, steps=args.steps,
                           lr=args.lr, batch_size=args.batch_size, eval_problems=args.eval_problems)
-        train(model, tokenizer, trajectories.load(args.trajectories), cfg, args.out)
+        resume = args.out.with_name(args.out.name + ".resume.pt")
+        if resume.exists() and not args.resume:
+            sys.exit(f"{resume} holds an interrupted run: add --resume to continue it, or delete it to start over")
+        train(model, tokenizer, trajectories.load(args.trajectories), cfg, args.out, resume=resume)
 
 
 if __name__ == "__main__":

@@ -97,7 +97,8 @@ class Work:
         return trajectories.load(path)
 
     def training(self, name: str, model, make) -> list[dict]:
-        """Train `model` with `make()` (which returns the log), or load the float32 weights and log
+        """Train `model` with `make(resume)` (which returns the log, keeping snapshots in `resume` so
+        that an interrupted stage continues where it stopped), or load the float32 weights and log
         an earlier run saved under `name`."""
         path = self.folder / f"{name}.pt"
         if (self.folder / f"{name}.done").exists():
@@ -105,7 +106,7 @@ class Work:
             model.load_state_dict(state["model"])
             return state["log"]
         start = time.time()
-        log = make()
+        log = make(self.folder / f"{name}.resume.pt")
         torch.save({"model": model.state_dict(), "log": log}, path.with_suffix(".tmp"))
         path.with_suffix(".tmp").replace(path)
         self.done(name, start)
@@ -126,9 +127,9 @@ def jacobi_forcing(cfg: PipelineConfig, work: Work) -> None:
     """Round 1 then round 2; the checkpoint records the settings and each stage's wall time."""
     traj1 = round1_trajectories(cfg, work)
     model, tokenizer = load(cfg.base, cfg.device)
-    log1 = work.training("train_round1", model, lambda: train(model, tokenizer, traj1, cfg.round1))
+    log1 = work.training("train_round1", model, lambda resume: train(model, tokenizer, traj1, cfg.round1, resume=resume))
     traj2 = work.trajectories("round2", lambda: collect(model, tokenizer, cfg, cfg.round2_block, "trajectories n=32 (round 1)"))
-    log2 = work.training("train_round2", model, lambda: train(model, tokenizer, traj2, cfg.round2))
+    log2 = work.training("train_round2", model, lambda resume: train(model, tokenizer, traj2, cfg.round2, resume=resume))
     settings = {k: v for k, v in asdict(cfg).items() if k not in ("out", "results")}
     seconds = {k: work.times[k] for k in ("round1", "train_round1", "round2", "train_round2")}
     save_checkpoint(model, tokenizer, cfg.out / "jacobi-forcing", cfg.round2, join_logs(log1, log2),
@@ -143,8 +144,8 @@ def cllm(cfg: PipelineConfig, work: Work) -> None:
     model, tokenizer = load(cfg.base, cfg.device)
     phase1 = replace(cfg.round1, method="cllm")
     phase2 = replace(cfg.round2, method="cllm", seed=cfg.round2.seed + 1)  # else it redraws phase 1's batches
-    log1 = work.training("cllm_phase1", model, lambda: train(model, tokenizer, traj, phase1))
-    log2 = work.training("cllm_phase2", model, lambda: train(model, tokenizer, traj, phase2))
+    log1 = work.training("cllm_phase1", model, lambda resume: train(model, tokenizer, traj, phase1, resume=resume))
+    log2 = work.training("cllm_phase2", model, lambda resume: train(model, tokenizer, traj, phase2, resume=resume))
     save_checkpoint(model, tokenizer, cfg.out / "cllm", phase2, join_logs(log1, log2),
                     extra={"phase1": asdict(phase1), "seconds": work.times["cllm_phase1"] + work.times["cllm_phase2"]})
 

@@ -131,7 +131,9 @@ def train_base(out_dir: Path, cfg: BaseConfig = BaseConfig()) -> dict:
     log, start = [], time.time()
     resume = out_dir / "resume.pt"
     if resume.exists():
-        log = restore(resume, model, opt, gen)
+        state = restore(resume, model, opt)
+        log = state["log"]
+        gen.set_state(state["gen"])
         start -= log[-1]["seconds"]
     model.train()
     for step in (bar := tqdm(range(len(log), cfg.steps), desc="train-base", initial=len(log), total=cfg.steps)):
@@ -146,7 +148,7 @@ def train_base(out_dir: Path, cfg: BaseConfig = BaseConfig()) -> dict:
         log.append({"step": step, "loss": loss.item(), "seconds": round(time.time() - start, 1)})
         bar.set_postfix(loss=f"{loss.item():.3f}")
         if (step + 1) % cfg.save_every == 0:
-            snapshot(resume, model, opt, gen, log)
+            snapshot(resume, model, opt, log, gen=gen.get_state())
     model.eval()
     out_dir.mkdir(parents=True, exist_ok=True)
     model.to(torch.float16).save_pretrained(out_dir)
@@ -159,18 +161,17 @@ def train_base(out_dir: Path, cfg: BaseConfig = BaseConfig()) -> dict:
     return summary
 
 
-def snapshot(path: Path, model, opt, gen: torch.Generator, log: list[dict]) -> None:
-    """Everything a resumed run needs, written atomically (a temporary file, then a rename)."""
+def snapshot(path: Path, model, opt, log: list[dict], **state) -> None:
+    """Everything a resumed run needs (weights, optimiser, log and the random `state`), written
+    atomically: a temporary file, then a rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    state = {"model": model.state_dict(), "opt": opt.state_dict(), "gen": gen.get_state(), "log": log}
-    torch.save(state, path.with_suffix(".tmp"))
+    torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "log": log, **state}, path.with_suffix(".tmp"))
     path.with_suffix(".tmp").replace(path)
 
 
-def restore(path: Path, model, opt, gen: torch.Generator) -> list[dict]:
-    """Load a snapshot into model, optimiser and generator; returns the log so far."""
+def restore(path: Path, model, opt) -> dict:
+    """Load a snapshot into model and optimiser; returns it (its log and random state)."""
     state = torch.load(path, weights_only=False)
     model.load_state_dict(state["model"])
     opt.load_state_dict(state["opt"])
-    gen.set_state(state["gen"])
-    return state["log"]
+    return state

@@ -42,7 +42,7 @@ from . import realtasks, task
 from .jacobi import eos_ids, jacobi_decode
 from .losses import jacobi_forcing_loss
 from .packing import collate, pack
-from .tiny import lr_at
+from .tiny import lr_at, restore, snapshot
 from .trajectories import pick_state, schedule
 
 
@@ -61,6 +61,7 @@ class TrainConfig:
     eval_every: int = 200
     eval_problems: int = 40
     eval_block_size: int = 16
+    save_every: int = 200  # steps between resume snapshots (when train() is given `resume`)
     seed: int = 0
 
 
@@ -140,8 +141,13 @@ def setup_distributed() -> tuple[int, int]:
 
 
 def train(model, tokenizer, trajectories: list[dict], cfg: TrainConfig, out_dir: Path | None = None,
-          progress: bool = True) -> list[dict]:
-    """AdamW β=(0.9, 0.95), warm-up then cosine; returns the log (and saves to out_dir on rank 0)."""
+          progress: bool = True, resume: Path | None = None) -> list[dict]:
+    """AdamW β=(0.9, 0.95), warm-up then cosine; returns the log (and saves to out_dir on rank 0).
+
+    With `resume`, a snapshot (weights, optimiser, sampler state, log) is written there every
+    `cfg.save_every` steps, and a run that finds one continues from it: an interrupted run
+    resumed ends with the same weights as one never interrupted.
+    """
     if not trajectories:
         raise ValueError("no trajectories to train on: collect some first (python -m jacobi_min collect)")
     rank, world = setup_distributed()
@@ -154,8 +160,16 @@ def train(model, tokenizer, trajectories: list[dict], cfg: TrainConfig, out_dir:
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.95), weight_decay=cfg.weight_decay)
     warmup = max(1, math.ceil(cfg.warmup_frac * cfg.steps))
     log, start = [], time.time()
+    if world > 1:
+        resume = None  # snapshots hold one sampler state: resuming is for single-process runs
+    if resume is not None and resume.exists():
+        state = restore(resume, model, opt)
+        log = state["log"]
+        rng.setstate(state["rng"])
+        start -= log[-1]["seconds"]
     model.train()
-    for step in (bar := tqdm(range(1, cfg.steps + 1), desc=f"train {cfg.method}", disable=rank > 0 or not progress)):
+    for step in (bar := tqdm(range(len(log) + 1, cfg.steps + 1), desc=f"train {cfg.method}", initial=len(log),
+                             total=cfg.steps, disable=rank > 0 or not progress)):
         batch = make_batch(groups, cfg, rng, eos, pad_id)
         for group in opt.param_groups:
             group["lr"] = lr_at(step - 1, cfg.steps, warmup, cfg.lr)
@@ -175,9 +189,13 @@ def train(model, tokenizer, trajectories: list[dict], cfg: TrainConfig, out_dir:
             row.update(evaluate(model, tokenizer, held_out, cfg.eval_block_size))
         log.append(row)
         bar.set_postfix(loss=f"{row['loss']:.3f}", **({"tpf": f"{row['tpf']:.2f}"} if "tpf" in row else {}))
+        if resume is not None and rank == 0 and step % cfg.save_every == 0 and step < cfg.steps:
+            snapshot(resume, model, opt, log, rng=rng.getstate())
     model.eval()
     if rank == 0 and out_dir is not None:
         save_checkpoint(model, tokenizer, out_dir, cfg, log)
+    if resume is not None and rank == 0:
+        resume.unlink(missing_ok=True)
     if world > 1:
         dist.destroy_process_group()
     return log
