@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("demo", help="AR vs Jacobi on held-out problems: identical output, TPF, speedup (~15 s)")
     p.add_argument("--models", nargs="+", default=["base", "jacobi-forcing"], help="embedded names, directories or hub ids")
     device_args(p)
-    p.add_argument("--problems", type=at_least(1), default=6)
+    p.add_argument("--problems", type=at_least(1), default=2, help="held-out problems per length bucket")
     p.add_argument("--block-size", type=at_least(1), default=16)
 
     p = commands.add_parser("generate", help="decode your own prompt: text streamed as verified, then TPF and tokens/s")

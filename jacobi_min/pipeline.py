@@ -31,7 +31,7 @@ RESULTS = Path(__file__).parent.parent / "figures" / "results"
 ABLATION = {  # variant -> TrainConfig changes from round 1 (λ = 3)
     "progressive": {}, "random": {"schedule": "random"}, "reverse": {"schedule": "reverse"},
     "progressive, random offset": {"random_offset": True},
-    "λ = 1": {"lam": 1.0}, "λ = 10": {"lam": 10.0}, "λ = 30": {"lam": 30.0},
+    "λ = 1": {"lam": 1.0}, "λ = 10": {"lam": 10.0},
 }
 SEEDED = ("progressive", "random", "reverse")
 
@@ -46,8 +46,8 @@ class PipelineConfig:
     round2: TrainConfig = field(default_factory=lambda: TrainConfig(steps=400, lr=2e-4, lam=3.0))
     ablation: dict = field(default_factory=lambda: dict(ABLATION))
     ablation_seeds: int = 3
-    ablation_steps: int = 200
-    ablation_problems: int = 60
+    ablation_steps: int = 150
+    ablation_problems: int = 40
     workers: int = 2
     seed: int = 0
     base: str = "base"  # the model to start from: an embedded name, a directory, an alias or a hub id

@@ -121,3 +121,10 @@ def test_multiblock_on_shipped_models_matches_generate(name):
             result = multiblock_decode(model, prompt, n, MAX_NEW, blocks=k, spawn_ratio=r, pool_size=pool)
             assert result.tokens == reference
             assert all(a >= 1 for a in result.accepted)
+
+
+def test_demo_prints_identical_outputs_for_every_bucket(capsys):
+    from jacobi_min.__main__ import main
+    main(["demo", "--models", "jacobi-forcing", "--problems", "1"])
+    out = capsys.readouterr().out
+    assert "identical outputs: 3/3" in out and all(f"  {length:6s}  identical=True" in out for length in task.BUCKETS)
