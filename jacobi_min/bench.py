@@ -141,7 +141,7 @@ def cost_model(model, ks: list[int], context: int = 160, repeats: int = 30, warm
         runs = []
         for r in range(warmup + repeats):
             seconds = timed(forward_argmax, model, block, cache)[1]
-            cache.crop(context)
+            cache.crop(-k)  # back to the context, as a rejected draft is
             runs.append(seconds)
         latencies.append(statistics.median(runs[warmup:]))
     return latencies
