@@ -123,14 +123,14 @@ def test_stop_strings():
     """generate's stop_strings= (with tokenizer=) and jacobi_generate with the same StopStringCriteria."""
     model, tokenizer = embedded("base")
     for ids in problem_ids(tokenizer, 2):
-        free = generate(model, ids, do_sample=False, max_new_tokens=96)
+        free = generate(model, ids, do_sample=False, max_new_tokens=400)
         for stop in (" = ", "\n", "."):
-            reference = generate(model, ids, do_sample=False, max_new_tokens=96, stop_strings=[stop], tokenizer=tokenizer)
+            reference = generate(model, ids, do_sample=False, max_new_tokens=400, stop_strings=[stop], tokenizer=tokenizer)
             assert stop in tokenizer.decode(reference) and len(reference) < len(free)
             criteria = StoppingCriteriaList([StopStringCriteria(tokenizer, [stop])])
             for blocks in (1, 2):
                 assert generate(model, ids, custom_generate=jacobi_generate, block_size=16, blocks=blocks,
-                                max_new_tokens=96, stopping_criteria=criteria) == reference
+                                max_new_tokens=400, stopping_criteria=criteria) == reference
 
 
 def test_transformers_hands_no_streamer_or_tokenizer_to_a_callable():
