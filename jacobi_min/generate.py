@@ -52,15 +52,8 @@ UNSUPPORTED_OUTPUTS = ("output_scores", "output_logits", "output_attentions", "o
 class JacobiGenerateOutput(GenerateDecoderOnlyOutput):
     """generate's output (`sequences`: prompt + generated) with the decoding statistics."""
     accepted: list[int] | None = None  # tokens committed by each decoding forward (prefill excluded)
-
-    @property
-    def forwards(self) -> int:
-        return len(self.accepted)
-
-    @property
-    def tpf(self) -> float:
-        """Tokens per forward; the prefill and the token it yields are left out (AR = 1.0)."""
-        return sum(self.accepted) / self.forwards if self.forwards else float("nan")
+    forwards = DecodeResult.forwards  # the same definitions as every decoder's result
+    tpf = DecodeResult.tpf
 
 
 def decode(model, prompt: list[int], max_new_tokens: int, block_size: int = 16, blocks: int = 1,
