@@ -167,15 +167,20 @@ def generate_command(args) -> None:
     ids = (tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True,
                                          return_dict=True) if args.chat else tokenizer(text))["input_ids"]
     pick = sampler(args.temperature, args.top_k, args.top_p, args.seed)
-    try:
-        run_generate(model, tokenizer, ids, pick, args.block_size, args.blocks, args.pool_size, args.max_new_tokens,
-                     color=sys.stdout.isatty() and not args.no_color, compare=args.compare)
-    except ValueError as err:  # a prompt the model cannot take: empty, or too long for its context
-        sys.exit(f"error: {err}")
+    run_generate(model, tokenizer, ids, pick, args.block_size, args.blocks, args.pool_size, args.max_new_tokens,
+                 color=sys.stdout.isatty() and not args.no_color, compare=args.compare)
 
 
 def main(argv=None):
+    """Run one command; a bad input (a ValueError or a missing file) ends with its message, not a traceback."""
     args = build_parser().parse_args(argv)
+    try:
+        run(args)
+    except (ValueError, FileNotFoundError) as err:
+        sys.exit(f"error: {err}")
+
+
+def run(args) -> None:
     if args.command == "train-base":
         print(tiny.train_base(args.out, replace(tiny.BaseConfig(), steps=args.steps)))
         return

@@ -64,6 +64,19 @@ def test_ddp_two_processes(trajectory_file, tmp_path):
     assert (out / "model.safetensors").exists()
 
 
+def test_ddp_replicas_hold_identical_weights_after_training(trajectory_file, tmp_path):
+    """Each rank draws its own batches; DDP averages the gradients, so the replicas stay equal."""
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", f"--master_port={free_port()}",
+               str(ROOT / "tests" / "ddp_replicas.py"), str(trajectory_file), str(tmp_path)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    rank0, rank1 = (torch.load(tmp_path / f"rank{r}.pt") for r in (0, 1))
+    initial = jacobi_min.load()[0].state_dict()
+    assert all(torch.equal(rank0[name], rank1[name]) for name in rank0)
+    assert any(not torch.equal(rank0[name], initial[name]) for name in rank0)
+
+
 def test_save_checkpoint_writes_half_precision_and_leaves_the_model_as_it_was(tmp_path):
     model, tokenizer = jacobi_min.load()
     with torch.no_grad():
@@ -121,6 +134,17 @@ def test_out_of_range_arguments_are_usage_errors(argv, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(argv)
     assert exit_info.value.code == 2 and "must be >=" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["train", "--trajectories", "EMPTY", "--out", "OUT"],
+                                  ["eval", "--model", "jacobi_forcing", "--problems", "1"],
+                                  ["eval", "--model", "./no/such/checkpoint", "--problems", "1"]])
+def test_bad_inputs_on_the_command_line_end_with_a_message_not_a_traceback(argv, tmp_path):
+    (tmp_path / "empty.jsonl").write_text("")
+    argv = [{"EMPTY": str(tmp_path / "empty.jsonl"), "OUT": str(tmp_path / "out")}.get(a, a) for a in argv]
+    done = subprocess.run([sys.executable, "-m", "jacobi_min", *argv], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 1 and done.stderr.splitlines()[-1].startswith("error: ")
+    assert "Traceback" not in done.stderr
 
 
 def test_training_on_no_trajectories_is_a_clear_error():
