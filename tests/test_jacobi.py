@@ -170,3 +170,18 @@ def test_one_prompt_in_any_common_container(prompt):
     model = tiny_model(vocab=48)
     ids = [5, 6, 7]
     assert jacobi_decode(model, prompt(ids), 4, 12).tokens == jacobi_decode(model, ids, 4, 12).tokens
+
+
+@pytest.mark.parametrize("block_size", [4, 16])
+def test_prompts_holding_pad_and_eos_ids_and_the_context_boundary(block_size):
+    """Pad (0) and EOS (3) inside the prompt are ordinary tokens; prompt + max_new_tokens may fill the
+    context exactly; the model's own list of EOS ids (no eos_token_id argument) stops like generate."""
+    model = tiny_model(vocab=48, eos=[3, 7])
+    for prompt in ([0, 5, 0, 9], [3, 12, 3], [5] * 500):
+        budget = 512 - len(prompt) if len(prompt) > 100 else 40
+        reference = generate_greedy(model, prompt, budget)
+        for decode in (jacobi_decode, multiblock_decode):
+            assert decode(model, prompt, block_size, budget).tokens == reference
+        assert greedy_decode(model, prompt, budget).tokens == reference
+    with pytest.raises(ValueError, match="exceeds the model's context of 512"):
+        jacobi_decode(model, [5] * 500, block_size, 13)
