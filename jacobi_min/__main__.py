@@ -7,7 +7,7 @@ from pathlib import Path
 
 import torch
 
-from . import bench, demo, figures, pipeline, task, tiny, trajectories
+from . import bench, demo, figures, pipeline, recipe, task, tiny, trajectories
 from .generate import run as run_generate
 from .model import CHECKPOINTS, load
 from .sampling import sampler
@@ -119,6 +119,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="CPU processes for trajectory collection and the ablation")
     p.add_argument("--stage", default="all", choices=["all", *pipeline.STAGES],
                    help="run one stage only: ablation, jacobi-forcing (rounds 1 and 2) or cllm")
+    p = commands.add_parser("recipe", help="Jacobi Forcing on the real Qwen: its own GSM8K trajectories, round 1, "
+                                           "before/after (needs requirements-qwen.txt; hours on a CPU)")
+    p.add_argument("--preset", default="cpu", choices=list(recipe.PRESETS),
+                   help="cpu: a reduced run for 2 cores; gpu: the paper's round-1 settings (with --device cuda)")
+    p.add_argument("--base", default=recipe.Recipe.base, help="a chat model: the alias, a directory or a hub id")
+    p.add_argument("--work", type=Path, default=Path("runs/qwen"),
+                   help="trajectories, snapshots and the trained checkpoint; a rerun resumes")
+    p.add_argument("--results", type=Path, default=bench.RESULTS / "qwen_jacobi_forcing.json")
     p = commands.add_parser("bench", help="every method on held-out problems of each length bucket: TPF, speedup, "
                                           "accuracy, cost model (~12 min on 2 cores)")
     p.add_argument("--problems", type=at_least(1), default=bench.BenchConfig.problems, help="per length bucket")
@@ -200,6 +208,14 @@ def run(args) -> None:
         cfg = pipeline.PipelineConfig(base=args.base, device=args.device, out=args.out,
                                       train_prompts=args.train_prompts, workers=args.workers)
         print(pipeline.run(cfg, args.work, args.stage))
+        return
+    if args.command == "recipe":
+        summary = recipe.run(replace(recipe.PRESETS[args.preset], base=args.base), args.work, args.results)
+        for name in summary["before"]["methods"]:
+            before, after = summary["before"]["methods"][name], summary["after"]["methods"][name]
+            print(f"{name:16s} TPF {before['tpf']:.2f} -> {after['tpf']:.2f}, "
+                  f"speedup {before['speedup']:.2f}x -> {after['speedup']:.2f}x")
+        print(f"accuracy {summary['before']['accuracy']:.1%} -> {summary['after']['accuracy']:.1%}")
         return
     if args.command == "generate":
         generate_command(args)

@@ -74,7 +74,8 @@ def methods(model, block_sizes, multiblock_sizes, recycling_sizes, multiblock: d
 
 def exactness(model, tokenizer, prompts, block_sizes, max_new_tokens: int, multiblock_sizes=(), recycling_sizes=(),
               multiblock: dict = MULTIBLOCK, lookup_tokens: int | None = None, seed: int = 0) -> dict:
-    """{"methods": {name: row}, "reference_seconds": generate's time per prompt}, where row holds
+    """{"methods": {name: row}, "reference_seconds": generate's time per prompt, "reference_tokens":
+    its output per prompt}, where row holds
     "exact" (count of prompts with identical output), "total", and per prompt "first_divergence",
     "tpf" and "seconds" (decoding time, prefill included).
 
@@ -84,11 +85,12 @@ def exactness(model, tokenizer, prompts, block_sizes, max_new_tokens: int, multi
     runs = methods(model, block_sizes, multiblock_sizes, recycling_sizes, multiblock, lookup_tokens, seed)
     rows = {name: {"exact": 0, "total": len(prompts), "first_divergence": [], "tpf": [], "seconds": []}
             for name in runs}
-    report = {"methods": rows, "reference_seconds": []}
+    report = {"methods": rows, "reference_seconds": [], "reference_tokens": []}
     for ids in tqdm(prompts, desc="exactness"):
         start = time.perf_counter()
         expected = reference(model, ids, max_new_tokens)
         report["reference_seconds"].append(time.perf_counter() - start)
+        report["reference_tokens"].append(expected)
         for name, run in runs.items():
             start = time.perf_counter()
             result = run(ids, max_new_tokens)

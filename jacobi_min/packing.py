@@ -39,10 +39,13 @@ class Packed:
     pairs: list[tuple[list[int], list[int]]]  # per block: (student idx, teacher idx) of consistency positions
 
 
-def ar_labels(prompt, clean_blocks, eos: set[int], pad_id: int | None) -> list[int]:
-    """Next-token targets along prompt + y*_0 + y*_1 + …, cut after the first EOS, PAD skipped."""
+def ar_labels(prompt, clean_blocks, eos: set[int], pad_id: int | None, on_prompt: bool = True) -> list[int]:
+    """Next-token targets along prompt + y*_0 + y*_1 + …, cut after the first EOS, PAD skipped;
+    with on_prompt=False only the answer's tokens are targets (from the bridge pair on)."""
     stream = prompt + [t for block in clean_blocks for t in block]
     labels = stream[1:] + [-100]
+    if not on_prompt:
+        labels[:len(prompt) - 1] = [-100] * (len(prompt) - 1)
     for i, target in enumerate(labels):
         if target == pad_id and target not in eos:
             labels[i] = -100
@@ -52,10 +55,10 @@ def ar_labels(prompt, clean_blocks, eos: set[int], pad_id: int | None) -> list[i
 
 
 def pack(prompt: list[int], noisy_blocks: list[list[int] | None], clean_blocks: list[list[int]],
-         eos: set[int] = frozenset(), pad_id: int | None = None) -> Packed:
+         eos: set[int] = frozenset(), pad_id: int | None = None, ar_on_prompt: bool = True) -> Packed:
     """Lay out prompt, ỹ_j, y*_j as described above, with AR labels and consistency pairs
     (one entry in `pairs` per noisy block)."""
-    stream_labels = ar_labels(prompt, clean_blocks, eos, pad_id)
+    stream_labels = ar_labels(prompt, clean_blocks, eos, pad_id, ar_on_prompt)
     p = len(prompt)
     ids, positions = list(prompt), list(range(p))
     kinds, blocks, labels = [PROMPT] * p, [-1] * p, stream_labels[:p]

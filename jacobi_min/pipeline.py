@@ -96,6 +96,15 @@ class Work:
             self.done(name, start)
         return trajectories.load(path)
 
+    def result(self, name: str, make) -> dict:
+        """The JSON result `make()` returns, from `name`.json when an earlier run finished it."""
+        path = self.folder / f"{name}.json"
+        if not (self.folder / f"{name}.done").exists():
+            start = time.time()
+            atomic_write(path, json.dumps(make()))
+            self.done(name, start)
+        return json.loads(path.read_text())
+
     def training(self, name: str, model, make) -> list[dict]:
         """Train `model` with `make(resume)` (which returns the log, keeping snapshots in `resume` so
         that an interrupted stage continues where it stopped), or load the float32 weights and log

@@ -104,3 +104,13 @@ def test_mask_streams_never_see_each_other():
     assert not clean_ctx[q][:, (kinds == NOISY) & (blocks == 0)].any()
     with pytest.raises(ValueError, match="unknown mask"):
         allowed(kinds, blocks, "diagonal")
+
+
+def test_ar_labels_on_the_answer_only():
+    """ar_on_prompt=False: no target inside the prompt; the bridge pair (last prompt token -> first
+    answer token) and every answer target stay."""
+    full = pack(PROMPT_IDS, NOISY_BLOCKS, CLEAN_BLOCKS, eos={3})
+    answer = pack(PROMPT_IDS, NOISY_BLOCKS, CLEAN_BLOCKS, eos={3}, ar_on_prompt=False)
+    p = len(PROMPT_IDS)
+    assert answer.labels[:p - 1] == [-100] * (p - 1) and answer.labels[p - 1] == CLEAN_BLOCKS[0][0]
+    assert answer.labels[p - 1:] == full.labels[p - 1:]
