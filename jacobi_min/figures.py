@@ -4,15 +4,17 @@ Inputs: `figures/results/benchmark.json` (bench), `figures/results/ablation.json
 (pipeline), the `train_log.jsonl` of each trained checkpoint, and for the real
 Qwen `qwen_exactness_float32.json` (exactness; optional `_extra.json` and
 `_multiblock.json`: more methods, each against its own `generate` runs) with
-`qwen_cost_model_float32.json` (cost-model). Every PNG carries the SHA-256 of
-its input files in a text chunk; `stale` lists the figures whose inputs have
-changed since they were drawn (a test keeps the committed ones current).
+`qwen_cost_model_float32.json` (cost-model), and `qwen_jacobi_forcing.json`
+(recipe). Every PNG carries the SHA-256 of its input files in a text chunk;
+`stale` lists the figures whose inputs have changed since they were drawn (a
+test keeps the committed ones current).
 """
 import hashlib
 import json
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
 from PIL import Image
 
 from .model import CHECKPOINTS
@@ -207,6 +209,36 @@ def real_model(reports: list[dict], costs: dict, tiny_costs: dict | None):
     return fig
 
 
+def real_training(summary: dict):
+    """The recipe on the real Qwen: TPF and wall-clock speedup per method before / after training on
+    the held-out GSM8K questions, and the training loss."""
+    fig, (tpf, speed, loss) = plt.subplots(1, 3, figsize=(16, 4.5))
+    names = list(summary["before"]["methods"])
+    x = np.arange(len(names))
+    for offset, stage, colour in ((-0.2, "before", "#1f77b4"), (0.2, "after", "#2ca02c")):
+        rows = summary[stage]["methods"]
+        label = f"{stage} training: GSM8K {100 * summary[stage]['accuracy']:.0f}% correct"
+        tpf.bar(x + offset, [rows[m]["tpf"] for m in names], 0.4, color=colour, label=label)
+        speed.bar(x + offset, [rows[m]["speedup"] for m in names], 0.4, color=colour, label=label)
+    tpf.set_ylabel("tokens per forward (mean over questions)")
+    speed.set_ylabel("wall-clock speedup over generate")
+    cfg = summary["settings"]
+    for ax in (tpf, speed):
+        ax.axhline(1.0, ls="--", lw=1, color="black", zorder=3)
+        ax.set_xticks(x, names)
+        ax.set_title(f"{cfg['eval_prompts']} held-out GSM8K questions, up to {cfg['max_new_tokens']} tokens", fontsize=9)
+        ax.legend(fontsize=8)
+    log, lam = summary["log"], cfg["train"]["lam"]
+    for key, label in (("loss", f"λ·L_AR + L_c (λ = {lam:g})"), ("consistency", "L_c"), ("ar", "L_AR")):
+        loss.plot([r["step"] for r in log], [r[key] for r in log], marker=".", label=label)
+    loss.set_yscale("log")
+    loss.set_xlabel("step")
+    loss.set_ylabel("training loss")
+    loss.legend(fontsize=8)
+    loss.set_title(f"round 1 on {summary['trajectories']} of its own trajectories (n = {cfg['block_size']})", fontsize=9)
+    return fig
+
+
 def read_log(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
@@ -233,6 +265,9 @@ def jobs(results_dir: Path, checkpoints: Path) -> dict[str, tuple[list[Path], ob
         out["real_qwen.png"] = (reports + [costs] + tiny, lambda: real_model(
             [json.loads(r.read_text()) for r in reports], json.loads(costs.read_text()),
             json.loads(bench.read_text())["cost_model"] if tiny else None))
+    recipe = results_dir / "qwen_jacobi_forcing.json"
+    if recipe.exists():
+        out["qwen_jacobi_forcing.png"] = ([recipe], lambda: real_training(json.loads(recipe.read_text())))
     logs = [checkpoints / name / "train_log.jsonl" for name in ("jacobi-forcing", "cllm")]
     if all(log.exists() for log in logs):
         out["training_curves.png"] = (logs, lambda: training_curves({log.parent.name: read_log(log) for log in logs}))

@@ -9,6 +9,8 @@
     evaluate  GSM8K questions [eval_start, eval_start + eval_prompts), never trained on, for the original
               and the trained model: greedy `generate` (its output scores the accuracy), Jacobi at each
               n and multi-block + recycling, each timed right after `generate` and checked equal to it
+    trajectory  the first held-out question's first blocks at n = 16, every state recorded, for the
+              original and the trained model (notebook 06 draws them side by side)
 
 Presets: "cpu" (a reduced run for 2 CPU cores) and "gpu" (`--device cuda`, the paper's round-1
 settings: every training question, lr 1e-5, λ = 10, w = 16, global batch 4, one pass over the data).
@@ -33,6 +35,7 @@ from statistics import mean
 
 from . import qwen, realtasks, trajectories
 from .exactness import exactness
+from .jacobi import jacobi_decode
 from .model import load
 from .pipeline import Work
 from .train import TrainConfig, save_checkpoint, train
@@ -42,16 +45,17 @@ from .train import TrainConfig, save_checkpoint, train
 class Recipe:
     base: str = qwen.ALIAS
     device: str = "cpu"
-    train_prompts: int = 48  # GSM8K test questions [0, train_prompts)
+    train_prompts: int = 8  # GSM8K test questions [0, train_prompts)
     eval_start: int = 1000
-    eval_prompts: int = 8  # GSM8K test questions [eval_start, eval_start + eval_prompts)
+    eval_prompts: int = 2  # GSM8K test questions [eval_start, eval_start + eval_prompts)
     max_new_tokens: int = 256
     block_size: int = 16
     eval_block_sizes: tuple = (16, 32)
     eval_multiblock_sizes: tuple = (16,)
     workers: int = 2  # CPU processes for collection
+    trajectory_tokens: int = 48  # new tokens of the recorded before / after trajectory
     train: TrainConfig = field(default_factory=lambda: TrainConfig(
-        steps=96, batch_size=1, lr=2e-5, lam=10.0, window=16, eval_problems=0, save_every=16,
+        steps=32, batch_size=1, lr=5e-5, lam=10.0, window=16, eval_problems=0, save_every=8,
         freeze_embeddings=True, ar_on_prompt=False))
 
 
@@ -83,6 +87,13 @@ def evaluate(model, tokenizer, cfg: Recipe) -> dict:
             "texts": texts}
 
 
+def trajectory(model, tokenizer, cfg: Recipe) -> list[dict]:
+    """Every state of the first blocks of the first held-out question: [{"context", "states"}] per block."""
+    ids = question_ids(tokenizer, cfg.eval_start, 1)[0]
+    result = jacobi_decode(model, ids, cfg.block_size, cfg.trajectory_tokens, record=True)
+    return [{"context": b.context, "states": b.states} for b in result.blocks]
+
+
 def run(cfg: Recipe, folder: Path, results: Path | None = None) -> dict:
     """The whole recipe in `folder` (resuming), the trained checkpoint in `folder`/jacobi-forcing;
     returns the summary, also written to `results` when given."""
@@ -92,15 +103,27 @@ def run(cfg: Recipe, folder: Path, results: Path | None = None) -> dict:
         model, question_ids(tokenizer, 0, cfg.train_prompts), cfg.block_size, cfg.max_new_tokens,
         desc=f"trajectories n={cfg.block_size}", workers=cfg.workers))
     before = work.result("before", lambda: evaluate(model, tokenizer, cfg))
+    trajectory_before = work.result("trajectory_before", lambda: trajectory(model, tokenizer, cfg))
     log = work.training("train", model, lambda resume: train(model, tokenizer, traj, cfg.train, resume=resume))
     save_checkpoint(model, tokenizer, folder / "jacobi-forcing", cfg.train, log)
     after = work.result("after", lambda: evaluate(model, tokenizer, cfg))
-    summary = {"settings": asdict(cfg), "seconds": work.times, "peak_memory_gb": peak_memory_gb(),
-               "trajectories": len(traj), "log": log, "before": before, "after": after}
+    trajectory_after = work.result("trajectory_after", lambda: trajectory(model, tokenizer, cfg))
+    summary = {"settings": asdict(cfg), "seconds": work.times, "peak_memory_gb": remember_peak(folder),
+               "trajectories": len(traj), "log": log, "before": before, "after": after,
+               "trajectory": {"before": trajectory_before, "after": trajectory_after}}
     if results is not None:
         results.parent.mkdir(parents=True, exist_ok=True)
         results.write_text(json.dumps(summary, indent=1, default=str))
     return summary
+
+
+def remember_peak(folder: Path) -> float:
+    """The largest peak memory of every run of the recipe in `folder` so far (a resumed run
+    remembers the peak of the runs before it)."""
+    path = folder / "peak_memory_gb"
+    peak = max(peak_memory_gb(), float(path.read_text()) if path.exists() else 0.0)
+    path.write_text(f"{peak:.2f}")
+    return peak
 
 
 def peak_memory_gb() -> float:

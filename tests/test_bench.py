@@ -68,6 +68,10 @@ def test_figures_rebuild_from_results_only(tiny_results, tmp_path):
     (tiny_results.parent / "qwen_exactness_float32.json").write_text(json.dumps(report))
     costs = {"k": [1, 2, 4], "latency_s": [0.1, 0.12, 0.2], "context": 8}
     (tiny_results.parent / "qwen_cost_model_float32.json").write_text(json.dumps(costs))
+    stage = lambda tpf: {"accuracy": 0.5, "methods": {"jacobi n=16": {"tpf": tpf, "speedup": 0.5 * tpf}}}
+    recipe = {"settings": {"eval_prompts": 2, "max_new_tokens": 8, "block_size": 16, "train": {"lam": 10.0}},
+              "trajectories": 3, "log": [{"step": s, "loss": 3.0 / s, "ar": 0.1 / s, "consistency": 2.0 / s} for s in range(1, 5)], "before": stage(1.1), "after": stage(1.6)}
+    (tiny_results.parent / "qwen_jacobi_forcing.json").write_text(json.dumps(recipe))
     logs = tmp_path / "checkpoints"
     for name in ("jacobi-forcing", "cllm"):
         (logs / name).mkdir(parents=True)
@@ -80,7 +84,7 @@ def test_figures_rebuild_from_results_only(tiny_results, tmp_path):
     names = {p.name for p in written}
     assert names == {"speedup_vs_answer_length.png", "tpf_vs_answer_length.png", "accuracy_vs_speedup.png",
                      "acceptance_histogram.png", "cost_model.png", "noise_schedule_ablation.png", "training_curves.png",
-                     "real_qwen.png"}
+                     "real_qwen.png", "qwen_jacobi_forcing.png"}
     for p in written:
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000
     assert figures.stale(tiny_results.parent, out, logs) == []

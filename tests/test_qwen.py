@@ -233,12 +233,12 @@ def test_recipe_end_to_end_on_the_real_model(qwen_model, datasets, tmp_path):
 
     from jacobi_min import recipe
     cfg = replace(recipe.PRESETS["cpu"], train_prompts=1, eval_prompts=1, max_new_tokens=12, block_size=4,
-                  eval_block_sizes=(4,), eval_multiblock_sizes=(4,), workers=1,
+                  eval_block_sizes=(4,), eval_multiblock_sizes=(4,), workers=1, trajectory_tokens=8,
                   train=replace(recipe.Recipe().train, steps=4, window=4, save_every=100))
     summary = recipe.run(cfg, tmp_path / "work", tmp_path / "summary.json")
     losses = [row["loss"] for row in summary["log"]]
     assert all(math.isfinite(x) for x in losses) and losses[-1] < losses[0]
-    assert set(summary["seconds"]) == {"collect", "before", "train", "after"}
+    assert set(summary["seconds"]) == {"collect", "before", "trajectory_before", "train", "after", "trajectory_after"}
     for stage in ("before", "after"):
         assert all(row["exact"] == row["total"] == 1 for row in summary[stage]["methods"].values())
     model, tokenizer = jacobi_min.load(tmp_path / "work" / "jacobi-forcing")
@@ -246,3 +246,6 @@ def test_recipe_end_to_end_on_the_real_model(qwen_model, datasets, tmp_path):
     assert jacobi_min.jacobi_decode(model, ids, 4, 12).tokens == reference(model, ids, 12)
     frozen = jacobi_min.load(qwen.ALIAS)[0]
     assert torch.equal(model.lm_head.weight, frozen.lm_head.weight.half().float())  # the head stayed frozen
+    for stage, m in (("before", frozen), ("after", model)):  # each recorded trajectory ends at its model's greedy output
+        blocks = summary["trajectory"][stage]
+        assert [t for b in blocks for t in b["states"][-1]][:8] == reference(m, ids, 8)
