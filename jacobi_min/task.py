@@ -34,6 +34,7 @@ arithmetic never occurs in the training split, whatever names or objects
 dress it.
 """
 import hashlib
+import operator
 import random
 import re
 from dataclasses import dataclass
@@ -224,3 +225,13 @@ def extract_answer(text: str) -> int | None:
 
 def is_correct(text: str, answer: int) -> bool:
     return extract_answer(text) == answer
+
+
+EQUATION = re.compile(r"(\d+) ([-+*/]) (\d+) = (\d+)")
+OPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
+
+
+def wrong_equations(text: str) -> list[str]:
+    """Every equation 'a op b = c' of a worked answer whose c is not a op b: an arithmetic slip,
+    as opposed to a wrong plan (a wrong number copied, an operation or a day left out)."""
+    return [f"{a} {op} {b} = {c}" for a, op, b, c in EQUATION.findall(text) if OPS[op](int(a), int(b)) != int(c)]

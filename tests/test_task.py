@@ -6,8 +6,6 @@ import pytest
 from jacobi_min import task
 from jacobi_min.model import CHECKPOINTS
 
-EQUATION = re.compile(r"(\d+) ([-+*/]) (\d+) = (\d+)\.")
-OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "/": lambda a, b: a / b}
 
 
 def arithmetic(problem: task.Problem) -> str:
@@ -46,12 +44,13 @@ def test_no_test_arithmetic_occurs_in_training(length):
 @pytest.mark.parametrize("length", list(task.BUCKETS))
 def test_every_worked_answer_checks_itself(length):
     for p in task.problems("train", 300, seed=1, length=length):
-        equations = EQUATION.findall(p.solution)
+        equations = task.EQUATION.findall(p.solution)
         assert equations and task.extract_answer(p.solution) == p.answer == int(equations[-1][3])
         for a, op, b, c in equations:
-            assert OPS[op](int(a), int(b)) == int(c) and all(1 <= int(v) <= task.MAX_VALUE for v in (a, b, c))
+            assert task.OPS[op](int(a), int(b)) == int(c) and all(1 <= int(v) <= task.MAX_VALUE for v in (a, b, c))
         start = int(re.match(r"\w+ starts with (\d+)", p.solution).group(1))
         assert int(equations[0][0]) == start or equations[0][1] == "*"  # a pack of k * m comes first
+        assert task.wrong_equations(p.solution) == []
         days = re.search(r"after (\d+) days", p.question)
         if days:  # a routine: every day worked, each starting from the day before
             total = int(days.group(1))
@@ -64,3 +63,9 @@ def test_unknown_length_is_a_clear_error():
         task.problems("test", 3, length="huge")
     with pytest.raises(ValueError, match="longer than every bucket"):
         task.bucket_of(401)
+
+
+def test_wrong_equations_finds_an_arithmetic_slip():
+    text = "Ben starts with 44 stickers. 44 - 14 = 29. 29 * 2 = 58. 58 / 2 = 29.\n#### 29"
+    assert task.wrong_equations(text) == ["44 - 14 = 29"]
+    assert task.wrong_equations("Ben starts with 44 stickers.\n#### 44") == []
