@@ -211,22 +211,25 @@ def real_model(reports: list[dict], costs: dict, tiny_costs: dict | None):
 
 def real_training(summary: dict):
     """The recipe on the real Qwen: TPF and wall-clock speedup per method before / after training on
-    the held-out GSM8K questions, and the training loss."""
+    the held-out GSM8K questions (TPF on training questions too), and the training loss."""
     fig, (tpf, speed, loss) = plt.subplots(1, 3, figsize=(16, 4.5))
-    names = list(summary["before"]["methods"])
-    x = np.arange(len(names))
+    cfg, names = summary["settings"], list(summary["before"]["methods"])
+    x = np.arange(len(names) + 1)
     for offset, stage, colour in ((-0.2, "before", "#1f77b4"), (0.2, "after", "#2ca02c")):
-        rows = summary[stage]["methods"]
-        label = f"{stage} training: GSM8K {100 * summary[stage]['accuracy']:.0f}% correct"
-        tpf.bar(x + offset, [rows[m]["tpf"] for m in names], 0.4, color=colour, label=label)
-        speed.bar(x + offset, [rows[m]["speedup"] for m in names], 0.4, color=colour, label=label)
+        rows, seen = summary[stage]["methods"], summary["seen"][stage]
+        label = (f"{stage} training: GSM8K {100 * summary[stage]['accuracy']:.0f}% correct, "
+                 f"{summary[stage]['finished']} of {cfg['eval_prompts']} answers finished")
+        tpf.bar(x + offset, [rows[m]["tpf"] for m in names] + [np.mean(seen)], 0.4, color=colour, label=label)
+        speed.bar(x[:-1] + offset, [rows[m]["speedup"] for m in names], 0.4, color=colour, label=label)
+    tpf.set_xticks(x, names + [f"jacobi n={summary['settings']['block_size']}\n{len(seen)} training questions"])
+    speed.set_xticks(x[:-1], names)
     tpf.set_ylabel("tokens per forward (mean over questions)")
     speed.set_ylabel("wall-clock speedup over generate")
-    cfg = summary["settings"]
+    title = f"{cfg['eval_prompts']} held-out GSM8K questions, up to {cfg['max_new_tokens']} tokens"
+    tpf.set_title(f"{title}\n(right: the same decoder on {len(seen)} of the training questions)", fontsize=9)
+    speed.set_title(title, fontsize=9)
     for ax in (tpf, speed):
         ax.axhline(1.0, ls="--", lw=1, color="black", zorder=3)
-        ax.set_xticks(x, names)
-        ax.set_title(f"{cfg['eval_prompts']} held-out GSM8K questions, up to {cfg['max_new_tokens']} tokens", fontsize=9)
         ax.legend(fontsize=8)
     log, lam = summary["log"], cfg["train"]["lam"]
     for key, label in (("loss", f"λ·L_AR + L_c (λ = {lam:g})"), ("consistency", "L_c"), ("ar", "L_AR")):

@@ -11,6 +11,8 @@
               n and multi-block + recycling, each timed right after `generate` and checked equal to it
     trajectory  the first held-out question's first blocks at n = 16, every state recorded, for the
               original and the trained model (notebook 06 draws them side by side)
+    seen      TPF of Jacobi at n = 16 on the first `seen_prompts` training questions, before and after:
+              set beside the held-out TPF, it tells fitting the training set from generalising
 
 Presets: "cpu" (a reduced run for 2 CPU cores) and "gpu" (`--device cuda`, the paper's round-1
 settings: every training question, lr 1e-5, λ = 10, w = 16, global batch 4, one pass over the data).
@@ -54,9 +56,14 @@ class Recipe:
     eval_multiblock_sizes: tuple = (16,)
     workers: int = 2  # CPU processes for collection
     trajectory_tokens: int = 48  # new tokens of the recorded before / after trajectory
+    seen_prompts: int = 2  # training questions decoded again after training
     train: TrainConfig = field(default_factory=lambda: TrainConfig(
-        steps=32, batch_size=1, lr=5e-5, lam=10.0, window=16, eval_problems=0, save_every=8,
+        steps=32, batch_size=1, lr=1e-5, lam=10.0, window=16, eval_problems=0, save_every=8,
         freeze_embeddings=True, ar_on_prompt=False))
+
+    def __post_init__(self):
+        if not 1 <= self.seen_prompts <= self.train_prompts:
+            raise ValueError(f"seen_prompts must be in [1, train_prompts = {self.train_prompts}], got {self.seen_prompts}")
 
 
 PRESETS = {
@@ -72,14 +79,24 @@ def question_ids(tokenizer, start: int, count: int) -> list[list[int]]:
     return [realtasks.chat_ids(tokenizer, realtasks.gsm8k_prompt(r)) for r in rows]
 
 
+def finished(model, tokens: list[int]) -> bool:
+    """Whether an answer ended with an EOS token rather than at the token limit."""
+    eos = model.generation_config.eos_token_id
+    return bool(tokens) and tokens[-1] in (eos if isinstance(eos, list) else [eos])
+
+
 def evaluate(model, tokenizer, cfg: Recipe) -> dict:
-    """Every method against greedy `generate` on the held-out questions, and GSM8K accuracy."""
+    """Every method against greedy `generate` on the held-out questions, and GSM8K accuracy. An
+    answer cut at max_new_tokens has not given its final number and counts as wrong (the checker,
+    which falls back to the last number in the text, would read one from a step such as "Step 1")."""
     ids = question_ids(tokenizer, cfg.eval_start, cfg.eval_prompts)
     report = exactness(model, tokenizer, ids, cfg.eval_block_sizes, cfg.max_new_tokens, cfg.eval_multiblock_sizes)
     answers = [r["answer"] for r in realtasks.gsm8k(cfg.eval_start + cfg.eval_prompts)[cfg.eval_start:]]
     texts = [tokenizer.decode(t, skip_special_tokens=True) for t in report["reference_tokens"]]
+    done = [finished(model, t) for t in report["reference_tokens"]]
     generate_seconds = sum(report["reference_seconds"])
-    return {"accuracy": mean(realtasks.gsm8k_correct(t, a) for t, a in zip(texts, answers)),
+    return {"accuracy": mean(d and realtasks.gsm8k_correct(t, a) for d, t, a in zip(done, texts, answers)),
+            "finished": sum(done),
             "answer_tokens": mean(len(t) for t in report["reference_tokens"]),
             "methods": {name: {"exact": row["exact"], "total": row["total"], "tpf": mean(row["tpf"]),
                                "speedup": generate_seconds / sum(row["seconds"])}
@@ -94,6 +111,12 @@ def trajectory(model, tokenizer, cfg: Recipe) -> list[dict]:
     return [{"context": b.context, "states": b.states} for b in result.blocks]
 
 
+def seen_tpf(model, tokenizer, cfg: Recipe) -> list[float]:
+    """TPF of Jacobi at n = block_size on the first `seen_prompts` training questions."""
+    ids = question_ids(tokenizer, 0, cfg.seen_prompts)
+    return [jacobi_decode(model, q, cfg.block_size, cfg.max_new_tokens).tpf for q in ids]
+
+
 def run(cfg: Recipe, folder: Path, results: Path | None = None) -> dict:
     """The whole recipe in `folder` (resuming), the trained checkpoint in `folder`/jacobi-forcing;
     returns the summary, also written to `results` when given."""
@@ -104,13 +127,16 @@ def run(cfg: Recipe, folder: Path, results: Path | None = None) -> dict:
         desc=f"trajectories n={cfg.block_size}", workers=cfg.workers))
     before = work.result("before", lambda: evaluate(model, tokenizer, cfg))
     trajectory_before = work.result("trajectory_before", lambda: trajectory(model, tokenizer, cfg))
+    seen_before = work.result("seen_before", lambda: seen_tpf(model, tokenizer, cfg))
     log = work.training("train", model, lambda resume: train(model, tokenizer, traj, cfg.train, resume=resume))
     save_checkpoint(model, tokenizer, folder / "jacobi-forcing", cfg.train, log)
     after = work.result("after", lambda: evaluate(model, tokenizer, cfg))
     trajectory_after = work.result("trajectory_after", lambda: trajectory(model, tokenizer, cfg))
+    seen_after = work.result("seen_after", lambda: seen_tpf(model, tokenizer, cfg))
     summary = {"settings": asdict(cfg), "seconds": work.times, "peak_memory_gb": remember_peak(folder),
                "trajectories": len(traj), "log": log, "before": before, "after": after,
-               "trajectory": {"before": trajectory_before, "after": trajectory_after}}
+               "trajectory": {"before": trajectory_before, "after": trajectory_after},
+               "seen": {"before": seen_before, "after": seen_after}}
     if results is not None:
         results.parent.mkdir(parents=True, exist_ok=True)
         results.write_text(json.dumps(summary, indent=1, default=str))

@@ -68,9 +68,10 @@ def test_figures_rebuild_from_results_only(tiny_results, tmp_path):
     (tiny_results.parent / "qwen_exactness_float32.json").write_text(json.dumps(report))
     costs = {"k": [1, 2, 4], "latency_s": [0.1, 0.12, 0.2], "context": 8}
     (tiny_results.parent / "qwen_cost_model_float32.json").write_text(json.dumps(costs))
-    stage = lambda tpf: {"accuracy": 0.5, "methods": {"jacobi n=16": {"tpf": tpf, "speedup": 0.5 * tpf}}}
+    stage = lambda tpf: {"accuracy": 0.5, "finished": 1, "methods": {"jacobi n=16": {"tpf": tpf, "speedup": 0.5 * tpf}}}
     recipe = {"settings": {"eval_prompts": 2, "max_new_tokens": 8, "block_size": 16, "train": {"lam": 10.0}},
-              "trajectories": 3, "log": [{"step": s, "loss": 3.0 / s, "ar": 0.1 / s, "consistency": 2.0 / s} for s in range(1, 5)], "before": stage(1.1), "after": stage(1.6)}
+              "trajectories": 3, "log": [{"step": s, "loss": 3.0 / s, "ar": 0.1 / s, "consistency": 2.0 / s} for s in range(1, 5)], "before": stage(1.1), "after": stage(1.6),
+              "seen": {"before": [1.1, 1.0], "after": [2.0, 1.5]}}
     (tiny_results.parent / "qwen_jacobi_forcing.json").write_text(json.dumps(recipe))
     logs = tmp_path / "checkpoints"
     for name in ("jacobi-forcing", "cllm"):

@@ -226,6 +226,23 @@ def test_humaneval_checker_runs_the_unit_tests(datasets):
 
 # --- the real-model recipe ---------------------------------------------------------------------
 
+def test_recipe_rejects_seen_questions_that_were_not_trained_on():
+    from jacobi_min import recipe
+    with pytest.raises(ValueError, match=r"seen_prompts must be in \[1, train_prompts = 2\], got 3"):
+        recipe.Recipe(train_prompts=2, seen_prompts=3)
+
+
+def test_recipe_scores_an_answer_cut_at_the_token_limit_as_unfinished():
+    from types import SimpleNamespace
+
+    from jacobi_min import recipe
+    model = SimpleNamespace(generation_config=SimpleNamespace(eos_token_id=qwen.EOS_IDS))
+    assert recipe.finished(model, [5, qwen.EOS_IDS[1]])
+    assert not recipe.finished(model, [5, 6]) and not recipe.finished(model, [])
+    model.generation_config.eos_token_id = qwen.EOS_IDS[0]
+    assert recipe.finished(model, [qwen.EOS_IDS[0]])
+
+
 def test_recipe_end_to_end_on_the_real_model(qwen_model, datasets, tmp_path):
     """The whole recipe at a tiny setting: one training question (so every step sees the same
     batch), a few steps; the loss is finite and falls, the checkpoint reloads and decodes exactly."""
@@ -233,14 +250,18 @@ def test_recipe_end_to_end_on_the_real_model(qwen_model, datasets, tmp_path):
 
     from jacobi_min import recipe
     cfg = replace(recipe.PRESETS["cpu"], train_prompts=1, eval_prompts=1, max_new_tokens=12, block_size=4,
-                  eval_block_sizes=(4,), eval_multiblock_sizes=(4,), workers=1, trajectory_tokens=8,
+                  eval_block_sizes=(4,), eval_multiblock_sizes=(4,), workers=1, trajectory_tokens=8, seen_prompts=1,
                   train=replace(recipe.Recipe().train, steps=4, window=4, save_every=100))
     summary = recipe.run(cfg, tmp_path / "work", tmp_path / "summary.json")
     losses = [row["loss"] for row in summary["log"]]
     assert all(math.isfinite(x) for x in losses) and losses[-1] < losses[0]
-    assert set(summary["seconds"]) == {"collect", "before", "trajectory_before", "train", "after", "trajectory_after"}
+    assert set(summary["seconds"]) == {"collect", "before", "trajectory_before", "seen_before", "train", "after",
+                                       "trajectory_after", "seen_after"}
+    assert all(len(summary["seen"][stage]) == cfg.seen_prompts and min(summary["seen"][stage]) >= 1
+               for stage in ("before", "after"))
     for stage in ("before", "after"):
         assert all(row["exact"] == row["total"] == 1 for row in summary[stage]["methods"].values())
+        assert summary[stage]["finished"] == 0 and summary[stage]["accuracy"] == 0  # 12 tokens: every answer cut
     model, tokenizer = jacobi_min.load(tmp_path / "work" / "jacobi-forcing")
     ids = recipe.question_ids(tokenizer, cfg.eval_start, 1)[0]
     assert jacobi_min.jacobi_decode(model, ids, 4, 12).tokens == reference(model, ids, 12)
