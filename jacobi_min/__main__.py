@@ -137,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=bench.RESULTS / "benchmark.json")
 
     p = commands.add_parser("sweep", help="multi-block + recycling over (n, K, r, pool, ours/official) on one model: "
-                                          "TPF, speedup (~10 min on 2 cores)")
+                                          "TPF, speedup (~17 min on 2 cores)")
     p.add_argument("--model", default="jacobi-forcing")
     p.add_argument("--problems", type=at_least(1), default=bench.SweepConfig.problems)
     p.add_argument("--length", default=bench.SweepConfig.length, choices=list(task.BUCKETS))
