@@ -34,7 +34,7 @@ from importlib import resources
 GSM8K_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
 HUMANEVAL_INSTRUCTION = ("Complete the following Python function. Reply with the complete function "
                          "(imports included) in one ```python code block.")
-NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+NUMBER = re.compile(r"-?\d[\d,]*(?::\d\d|\.\d+)?")  # a clock time H:MM is one number
 
 
 def gsm8k(count: int | None = None) -> list[dict]:
@@ -86,10 +86,17 @@ def boxed(text: str) -> str | None:
     return text[start:]
 
 
+def number(token: str) -> Decimal:
+    """A NUMBER match as a value: commas dropped; a clock time H:MM reads as H + MM/60 hours, so
+    "2:00 pm" answers 2 and "11:02" answers neither 11 nor 2."""
+    hours, _, minutes = token.replace(",", "").partition(":")
+    return Decimal(hours) + (Decimal(minutes) / 60 if minutes else 0)
+
+
 def final_number(text: str) -> Decimal | None:
     """The last number in the last \\boxed{...} if it holds one, else the last number in `text`."""
     numbers = NUMBER.findall(boxed(text) or "") or NUMBER.findall(text)
-    return Decimal(numbers[-1].replace(",", "")) if numbers else None
+    return number(numbers[-1]) if numbers else None
 
 
 def gsm8k_correct(response: str, answer: str) -> bool:

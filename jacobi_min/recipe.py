@@ -86,22 +86,29 @@ def finished(model, tokens: list[int]) -> bool:
 
 
 def evaluate(model, tokenizer, cfg: Recipe) -> dict:
-    """Every method against greedy `generate` on the held-out questions, and GSM8K accuracy. An
-    answer cut at max_new_tokens has not given its final number and counts as wrong (the checker,
-    which falls back to the last number in the text, would read one from a step such as "Step 1")."""
+    """Every method against greedy `generate` on the held-out questions: exactness, TPF, speedup, and
+    `generate`'s answers (their text, and whether each ended before max_new_tokens) for `score`."""
     ids = question_ids(tokenizer, cfg.eval_start, cfg.eval_prompts)
     report = exactness(model, tokenizer, ids, cfg.eval_block_sizes, cfg.max_new_tokens, cfg.eval_multiblock_sizes)
-    answers = [r["answer"] for r in realtasks.gsm8k(cfg.eval_start + cfg.eval_prompts)[cfg.eval_start:]]
-    texts = [tokenizer.decode(t, skip_special_tokens=True) for t in report["reference_tokens"]]
     done = [finished(model, t) for t in report["reference_tokens"]]
     generate_seconds = sum(report["reference_seconds"])
-    return {"accuracy": mean(d and realtasks.gsm8k_correct(t, a) for d, t, a in zip(done, texts, answers)),
+    return {"ended": done,
             "finished": sum(done),
             "answer_tokens": mean(len(t) for t in report["reference_tokens"]),
             "methods": {name: {"exact": row["exact"], "total": row["total"], "tpf": mean(row["tpf"]),
                                "speedup": generate_seconds / sum(row["seconds"])}
                         for name, row in report["methods"].items()},
-            "texts": texts}
+            "texts": [tokenizer.decode(t, skip_special_tokens=True) for t in report["reference_tokens"]]}
+
+
+def score(result: dict, cfg: Recipe) -> dict:
+    """`evaluate`'s result with its GSM8K accuracy, scored when the summary is written (so a fixed
+    checker re-scores a finished run). An answer cut at max_new_tokens has not given its final
+    number and counts as wrong (the checker, which falls back to the last number in the text,
+    would read one from a step such as "Step 1")."""
+    answers = [r["answer"] for r in realtasks.gsm8k(cfg.eval_start + cfg.eval_prompts)[cfg.eval_start:]]
+    correct = [e and realtasks.gsm8k_correct(t, a) for e, t, a in zip(result["ended"], result["texts"], answers)]
+    return result | {"accuracy": mean(correct)}
 
 
 def trajectory(model, tokenizer, cfg: Recipe) -> list[dict]:
@@ -125,12 +132,12 @@ def run(cfg: Recipe, folder: Path, results: Path | None = None) -> dict:
     traj = work.trajectories("collect", lambda: trajectories.collect(
         model, question_ids(tokenizer, 0, cfg.train_prompts), cfg.block_size, cfg.max_new_tokens,
         desc=f"trajectories n={cfg.block_size}", workers=cfg.workers))
-    before = work.result("before", lambda: evaluate(model, tokenizer, cfg))
+    before = score(work.result("before", lambda: evaluate(model, tokenizer, cfg)), cfg)
     trajectory_before = work.result("trajectory_before", lambda: trajectory(model, tokenizer, cfg))
     seen_before = work.result("seen_before", lambda: seen_tpf(model, tokenizer, cfg))
     log = work.training("train", model, lambda resume: train(model, tokenizer, traj, cfg.train, resume=resume))
     save_checkpoint(model, tokenizer, folder / "jacobi-forcing", cfg.train, log)
-    after = work.result("after", lambda: evaluate(model, tokenizer, cfg))
+    after = score(work.result("after", lambda: evaluate(model, tokenizer, cfg)), cfg)
     trajectory_after = work.result("trajectory_after", lambda: trajectory(model, tokenizer, cfg))
     seen_after = work.result("seen_after", lambda: seen_tpf(model, tokenizer, cfg))
     summary = {"settings": asdict(cfg), "seconds": work.times, "peak_memory_gb": remember_peak(folder),

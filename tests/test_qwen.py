@@ -204,6 +204,15 @@ def test_gsm8k_checker(response, correct):
     assert realtasks.gsm8k_correct(response, "Janet sells 16 - 3 - 4 = 9 ...\n#### 18") is correct
 
 
+@pytest.mark.parametrize("response, correct", [
+    ("The latest time is \\(\\boxed{11:02 \\text{ pm}}\\).", False),  # not "02"
+    ("She can start at \\boxed{2:00 \\text{ pm}}.", True),
+    ("Start by 2:30 pm.", False),
+])
+def test_gsm8k_checker_reads_a_clock_time_as_one_number(response, correct):
+    assert realtasks.gsm8k_correct(response, "5 - 3 = 2 ...\n#### 2") is correct
+
+
 def test_gsm8k_checker_reads_commas():
     assert realtasks.gsm8k_correct("It costs $1,250 in total.", "...\n#### 1250")
 
@@ -241,6 +250,17 @@ def test_recipe_scores_an_answer_cut_at_the_token_limit_as_unfinished():
     assert not recipe.finished(model, [5, 6]) and not recipe.finished(model, [])
     model.generation_config.eos_token_id = qwen.EOS_IDS[0]
     assert recipe.finished(model, [qwen.EOS_IDS[0]])
+
+
+def test_recipe_scores_only_answers_that_ended(datasets):
+    """`score` re-scores a stored evaluation: right and ended counts, a cut answer never does."""
+    from jacobi_min import recipe
+    cfg = recipe.Recipe(eval_start=1000, eval_prompts=2)
+    right = [realtasks.gsm8k(1002)[i]["answer"] for i in (1000, 1001)]
+    stored = {"ended": [True, False], "texts": right, "finished": 1}
+    assert recipe.score(stored, cfg)["accuracy"] == 0.5
+    assert recipe.score(stored | {"ended": [True, True]}, cfg)["accuracy"] == 1.0
+    assert recipe.score(stored | {"texts": ["\\boxed{0}"] * 2, "ended": [True, True]}, cfg)["accuracy"] == 0.0
 
 
 def test_recipe_end_to_end_on_the_real_model(qwen_model, datasets, tmp_path):
