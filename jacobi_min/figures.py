@@ -219,8 +219,10 @@ def real_training(summary: dict):
         rows, seen = summary[stage]["methods"], summary["seen"][stage]
         label = (f"{stage} training: GSM8K {100 * summary[stage]['accuracy']:.0f}% correct, "
                  f"{summary[stage]['finished']} of {cfg['eval_prompts']} answers finished")
-        tpf.bar(x + offset, [rows[m]["tpf"] for m in names] + [np.mean(seen)], 0.4, color=colour, label=label)
-        speed.bar(x[:-1] + offset, [rows[m]["speedup"] for m in names], 0.4, color=colour, label=label)
+        bars = tpf.bar(x + offset, [rows[m]["tpf"] for m in names] + [np.mean(seen)], 0.4, color=colour, label=label)
+        tpf.bar_label(bars, fmt="%.3f", fontsize=7)
+        bars = speed.bar(x[:-1] + offset, [rows[m]["speedup"] for m in names], 0.4, color=colour, label=label)
+        speed.bar_label(bars, fmt="%.2f", fontsize=7)
     tpf.set_xticks(x, names + [f"jacobi n={summary['settings']['block_size']}\n{len(seen)} training questions"])
     speed.set_xticks(x[:-1], names)
     tpf.set_ylabel("tokens per forward (mean over questions)")
@@ -230,7 +232,8 @@ def real_training(summary: dict):
     speed.set_title(title, fontsize=9)
     for ax in (tpf, speed):
         ax.axhline(1.0, ls="--", lw=1, color="black", zorder=3)
-        ax.legend(fontsize=8)
+        ax.set_ylim(0, 1.45 * max(1.0, ax.get_ylim()[1]))  # room for the legend above the bars
+        ax.legend(fontsize=8, loc="upper left")
     log, lam = summary["log"], cfg["train"]["lam"]
     for key, label in (("loss", f"λ·L_AR + L_c (λ = {lam:g})"), ("consistency", "L_c"), ("ar", "L_AR")):
         loss.plot([r["step"] for r in log], [r[key] for r in log], marker=".", label=label)
