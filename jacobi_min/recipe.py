@@ -93,7 +93,6 @@ def evaluate(model, tokenizer, cfg: Recipe) -> dict:
     done = [finished(model, t) for t in report["reference_tokens"]]
     generate_seconds = sum(report["reference_seconds"])
     return {"ended": done,
-            "finished": sum(done),
             "answer_tokens": mean(len(t) for t in report["reference_tokens"]),
             "methods": {name: {"exact": row["exact"], "total": row["total"], "tpf": mean(row["tpf"]),
                                "speedup": generate_seconds / sum(row["seconds"])}
@@ -102,13 +101,13 @@ def evaluate(model, tokenizer, cfg: Recipe) -> dict:
 
 
 def score(result: dict, cfg: Recipe) -> dict:
-    """`evaluate`'s result with its GSM8K accuracy, scored when the summary is written (so a fixed
-    checker re-scores a finished run). An answer cut at max_new_tokens has not given its final
+    """`evaluate`'s result with how many answers ended and its GSM8K accuracy, scored when the
+    summary is written (so a fixed checker re-scores a finished run). An answer cut at max_new_tokens has not given its final
     number and counts as wrong (the checker, which falls back to the last number in the text,
     would read one from a step such as "Step 1")."""
     answers = [r["answer"] for r in realtasks.gsm8k(cfg.eval_start + cfg.eval_prompts)[cfg.eval_start:]]
     correct = [e and realtasks.gsm8k_correct(t, a) for e, t, a in zip(result["ended"], result["texts"], answers)]
-    return result | {"accuracy": mean(correct)}
+    return result | {"finished": sum(result["ended"]), "accuracy": mean(correct)}
 
 
 def trajectory(model, tokenizer, cfg: Recipe) -> list[dict]:
