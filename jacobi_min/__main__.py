@@ -11,7 +11,7 @@ from . import bench, demo, figures, pipeline, recipe, task, tiny, trajectories
 from .generate import run as run_generate
 from .model import CHECKPOINTS, load
 from .sampling import sampler
-from .train import TrainConfig, evaluate, train
+from .train import TrainConfig, train
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -101,10 +101,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="continue an interrupted run from its snapshot OUT.resume.pt (written every 200 steps)")
     p.add_argument("--out", type=Path, required=True)
 
-    p = commands.add_parser("eval", help="held-out accuracy, TPF of greedy Jacobi and repetition of one model")
-    model_args(p)
-    p.add_argument("--problems", type=at_least(1), default=500)
+    p = commands.add_parser("eval", help="held-out accuracy, TPF of greedy Jacobi and repetition of models, per length bucket")
+    p.add_argument("--models", "--model", nargs="+", default=["base"],
+                   help="embedded names (base, jacobi-forcing, cllm) or checkpoint directories")
+    p.add_argument("--device", default="cpu", help="cpu or cuda")
+    p.add_argument("--problems", type=at_least(1), default=500, help="per length bucket")
+    p.add_argument("--lengths", nargs="+", default=["mix"], choices=task.LENGTHS,
+                   help="length buckets (mix: all three, drawn together)")
     p.add_argument("--block-size", type=at_least(1), default=16)
+    p.add_argument("--workers", type=at_least(1), default=2, help="CPU processes (one thread each)")
+    p.add_argument("--labels", nargs="+", help="names the models are recorded under (default: --models)")
+    p.add_argument("--out", type=Path, help="JSON file for the scores")
 
     p = commands.add_parser("pipeline", help="progressive Jacobi Forcing (2 rounds) + CLLM baseline + ablation (~75 min)")
     p.add_argument("--work", type=Path, default=Path("runs/pipeline"),
@@ -119,6 +126,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="CPU processes for trajectory collection and the ablation")
     p.add_argument("--stage", default="all", choices=["all", *pipeline.STAGES],
                    help="run one stage only: ablation, jacobi-forcing (rounds 1 and 2) or cllm")
+    p.add_argument("--train-seed", type=at_least(0), default=0,
+                   help="seed of the training batches and noisy states (the trajectories stay the same)")
+    p.add_argument("--lam", type=at_least(0.0, float), default=None,
+                   help=f"λ, the AR loss weight of every training stage (default {pipeline.PipelineConfig().round1.lam})")
     p = commands.add_parser("recipe", help="Jacobi Forcing on the real Qwen: its own GSM8K trajectories, round 1, "
                                            "before/after (needs requirements-qwen.txt; hours on a CPU)")
     p.add_argument("--preset", default="cpu", choices=list(recipe.PRESETS),
@@ -179,6 +190,21 @@ def generate_command(args) -> None:
                  color=sys.stdout.isatty() and not args.no_color, compare=args.compare)
 
 
+def eval_command(args) -> None:
+    """Scores of every model on every length bucket: printed, and written to --out."""
+    labels = args.labels or args.models
+    if len(labels) != len(args.models):
+        raise ValueError(f"--labels names {len(labels)} models, --models {len(args.models)}")
+    table = bench.scores(args.models, args.lengths, args.problems, args.block_size, args.workers, device=args.device)
+    for label, row in zip(labels, table.values()):
+        for length, s in row.items():
+            print(f"{label}  {length:6s}  accuracy {s['accuracy']:.1%}  TPF {s['tpf']:.2f}  repetition {s['repetition']:.3f}")
+    if args.out:
+        args.out.write_text(json.dumps({"problems": args.problems, "block_size": args.block_size,
+                                        "models": dict(zip(labels, args.models)),
+                                        "scores": dict(zip(labels, table.values()))}, indent=1))
+
+
 def main(argv=None):
     """Run one command; a bad input (a ValueError or a missing file) ends with its message, not a traceback."""
     args = build_parser().parse_args(argv)
@@ -201,12 +227,16 @@ def run(args) -> None:
         for row in bench.sweep(bench.SweepConfig(model=args.model, problems=args.problems, length=args.length)):
             print(row)
         return
+    if args.command == "eval":
+        eval_command(args)
+        return
     if args.command == "figures":
         print("\n".join(str(p) for p in figures.build()))
         return
     if args.command == "pipeline":
-        cfg = pipeline.PipelineConfig(base=args.base, device=args.device, out=args.out,
-                                      train_prompts=args.train_prompts, workers=args.workers)
+        cfg = pipeline.with_training(pipeline.PipelineConfig(base=args.base, device=args.device, out=args.out,
+                                                             train_prompts=args.train_prompts, workers=args.workers),
+                                     args.train_seed, args.lam)
         print(pipeline.run(cfg, args.work, args.stage))
         return
     if args.command == "recipe":
@@ -226,9 +256,7 @@ def run(args) -> None:
             print()
         return
     model, tokenizer = load(args.model, args.device, dtype_of(args))
-    if args.command == "eval":
-        print(evaluate(model, tokenizer, task.problems("test", args.problems), args.block_size))
-    elif args.command == "exactness":
+    if args.command == "exactness":
         from . import exactness, realtasks
         ids = realtasks.prompts(tokenizer, args.prompts // 2, args.prompts - args.prompts // 2)
         report = exactness.exactness(model, tokenizer, ids, args.block_sizes, args.max_new_tokens,

@@ -34,6 +34,7 @@ from . import task
 from .jacobi import DecodeResult, forward_argmax, greedy_decode, jacobi_decode
 from .model import load
 from .multiblock import multiblock_decode
+from .train import evaluate
 from .workers import SHARED, pmap
 
 RESULTS = Path(__file__).parent.parent / "figures" / "results"
@@ -258,6 +259,27 @@ def format_table(results: dict) -> str:
                          f"{r['speedup_median']:7.2f}x [{r['speedup_range'][0]:.2f}, {r['speedup_range'][1]:.2f}] "
                          f"{r['speedup_with_prefill_median']:7.2f}x {pred:>9s} {100 * r['accuracy']:7.1f}%")
     return "\n".join(lines)
+
+
+def score_job(job: tuple[str, str]) -> dict:
+    name, length = job
+    cfg = SHARED["scores"]
+    model, tokenizer = load(name, cfg["device"])
+    problems = task.problems("test", cfg["problems"], seed=cfg["seed"], length=length)
+    return evaluate(model, tokenizer, problems, cfg["block_size"], progress=False)
+
+
+def scores(models: list[str], lengths: list[str], problems: int, block_size: int = 16, workers: int = 2,
+           seed: int = 0, device: str = "cpu") -> dict:
+    """{model: {length: held-out accuracy, TPF of greedy Jacobi at `block_size`, repetition}}, on the
+    benchmark's problems (the same `seed`), one (model, length) job per one-thread process."""
+    SHARED["scores"] = {"problems": problems, "block_size": block_size, "seed": seed, "device": device}
+    jobs = [(name, length) for length in lengths for name in models]
+    results = pmap(score_job, jobs, min(workers, len(jobs)) if device == "cpu" else 1, "evaluate")
+    table = {name: {} for name in models}
+    for (name, length), result in zip(jobs, results):
+        table[name][length] = result
+    return table
 
 
 @dataclass

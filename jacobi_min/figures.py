@@ -1,8 +1,9 @@
 """Rebuild every PNG in `figures/` from results files only (no model is run).
 
 Inputs: `figures/results/benchmark.json` (bench), `figures/results/ablation.json`
-(pipeline), the `train_log.jsonl` of each trained checkpoint, and for the real
-Qwen `qwen_exactness_float32.json` (exactness; optional `_extra.json` and
+(pipeline), `figures/results/training_runs.json` (eval of every training run), the
+`train_log.jsonl` of each trained checkpoint, and for the real Qwen
+`qwen_exactness_float32.json` (exactness; optional `_extra.json` and
 `_multiblock.json`: more methods, each against its own `generate` runs) with
 `qwen_cost_model_float32.json` (cost-model), and `qwen_jacobi_forcing.json`
 (recipe). Every PNG carries the SHA-256 of its input files in a text chunk;
@@ -152,6 +153,30 @@ def ablation(data: dict):
     return fig
 
 
+def training_runs(runs: dict, results: dict):
+    """Accuracy against TPF (greedy Jacobi, n = 16) of every trained model, one panel per length
+    bucket, with the base model's accuracy and the target 2 points below it."""
+    buckets = results["buckets"]
+    fig, axes = plt.subplots(1, len(buckets), figsize=(5 * len(buckets), 4.2), sharey=True, squeeze=False)
+    axes = axes[0]
+    for ax, (length, bucket) in zip(axes, buckets.items()):
+        base = 100 * bucket["methods"][0]["accuracy"]
+        ax.axhline(base, color="grey", lw=1, label="base model (AR)")
+        ax.axhline(base - 2, color="grey", ls="--", lw=1, label="target: 2 points below the base")
+        for label, row in runs["scores"].items():
+            method = "Jacobi Forcing" if label.startswith("Jacobi Forcing") else "CLLM-style"
+            x, y = row[length]["tpf"], 100 * row[length]["accuracy"]
+            ax.scatter(x, y, color=COLORS[method], zorder=3)
+            ax.annotate(label.split(", ", 1)[-1], (x, y), textcoords="offset points", xytext=(4, 3), fontsize=7)
+        ax.set_xlabel(f"tokens per forward (greedy Jacobi, n = {runs['block_size']})")
+        ax.set_title(f"{length} answers, {runs['problems']} held-out problems", fontsize=10)
+    axes[0].set_ylabel("accuracy (%)")
+    axes[0].scatter([], [], color=COLORS["Jacobi Forcing"], label="Jacobi Forcing (training seed)")
+    axes[0].scatter([], [], color=COLORS["CLLM-style"], label="CLLM-style (λ)")
+    axes[0].legend(fontsize=7, loc="lower left")
+    return fig
+
+
 def training_curves(logs: dict[str, list[dict]]):
     fig, (loss, tpf, accuracy) = plt.subplots(1, 3, figsize=(15, 4))
     for name, log in logs.items():
@@ -260,6 +285,9 @@ def jobs(results_dir: Path, checkpoints: Path) -> dict[str, tuple[list[Path], ob
                 "accuracy_vs_speedup.png": ([bench], lambda: accuracy_vs_speedup(results())),
                 "acceptance_histogram.png": ([bench], lambda: acceptance(results())),
                 "cost_model.png": ([bench], lambda: cost_model(results()))}
+    runs = results_dir / "training_runs.json"
+    if runs.exists() and bench.exists():
+        out["training_runs.png"] = ([runs, bench], lambda: training_runs(json.loads(runs.read_text()), results()))
     if (results_dir / "ablation.json").exists():
         out["noise_schedule_ablation.png"] = ([results_dir / "ablation.json"],
                                               lambda: ablation(json.loads((results_dir / "ablation.json").read_text())))

@@ -73,6 +73,10 @@ def test_figures_rebuild_from_results_only(tiny_results, tmp_path):
               "trajectories": 3, "log": [{"step": s, "loss": 3.0 / s, "ar": 0.1 / s, "consistency": 2.0 / s} for s in range(1, 5)], "before": stage(1.1), "after": stage(1.6),
               "seen": {"before": [1.1, 1.0], "after": [2.0, 1.5]}}
     (tiny_results.parent / "qwen_jacobi_forcing.json").write_text(json.dumps(recipe))
+    score = lambda tpf: {length: {"accuracy": 0.8, "tpf": tpf, "repetition": 0.01} for length in task.BUCKETS}
+    training = {"problems": 2, "block_size": 16, "models": {"Jacobi Forcing, seed 0": "a", "CLLM-style, λ = 3": "b"},
+                "scores": {"Jacobi Forcing, seed 0": score(2.0), "CLLM-style, λ = 3": score(3.0)}}
+    (tiny_results.parent / "training_runs.json").write_text(json.dumps(training))
     logs = tmp_path / "checkpoints"
     for name in ("jacobi-forcing", "cllm"):
         (logs / name).mkdir(parents=True)
@@ -85,7 +89,7 @@ def test_figures_rebuild_from_results_only(tiny_results, tmp_path):
     names = {p.name for p in written}
     assert names == {"speedup_vs_answer_length.png", "tpf_vs_answer_length.png", "accuracy_vs_speedup.png",
                      "acceptance_histogram.png", "cost_model.png", "noise_schedule_ablation.png", "training_curves.png",
-                     "real_qwen.png", "qwen_jacobi_forcing.png"}
+                     "real_qwen.png", "qwen_jacobi_forcing.png", "training_runs.png"}
     for p in written:
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000
     assert figures.stale(tiny_results.parent, out, logs) == []
@@ -124,3 +128,20 @@ def test_cost_model_command(tmp_path):
     costs = json.loads(out.read_text())
     assert costs["k"] == [1, 2, 8] and costs["context"] == 4 and costs["meta"]["model"] == "base"
     assert len(costs["latency_s"]) == 3 and all(t > 0 for t in costs["latency_s"])
+
+
+def test_eval_command_scores_each_model_on_each_bucket_as_evaluate_does(tmp_path):
+    from jacobi_min.__main__ import main
+    from jacobi_min.train import evaluate
+    out = tmp_path / "scores.json"
+    main(["eval", "--models", "base", "jacobi-forcing", "--labels", "AR model", "trained", "--lengths", "short", "medium",
+          "--problems", "2", "--out", str(out)])
+    saved = json.loads(out.read_text())
+    assert saved["models"] == {"AR model": "base", "trained": "jacobi-forcing"} and saved["problems"] == 2
+    for label, name in saved["models"].items():
+        model, tokenizer = jacobi_min.load(name)
+        for length in ("short", "medium"):
+            problems = task.problems("test", 2, seed=bench.BenchConfig.seed, length=length)
+            assert saved["scores"][label][length] == evaluate(model, tokenizer, problems, 16, progress=False)
+    with pytest.raises(SystemExit, match="--labels names 1 models, --models 2"):
+        main(["eval", "--models", "base", "cllm", "--labels", "one", "--problems", "1"])

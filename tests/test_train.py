@@ -195,3 +195,11 @@ def test_loss_falls_and_parameters_change_on_a_fixed_batch(trajectory_file):
                 TrainConfig(steps=30, batch_size=2, lr=1e-3, warmup_frac=0.0, eval_problems=0))
     assert log[-1]["loss"] < 0.5 * log[0]["loss"]
     assert sum(not torch.equal(before[k], v) for k, v in model.state_dict().items()) == len(before)
+
+
+def test_a_training_seed_and_lambda_change_every_training_stage_and_nothing_else():
+    cfg = pipeline.PipelineConfig()
+    seeded = pipeline.with_training(cfg, 2, lam=10.0)
+    assert (seeded.round1, seeded.round2) == (replace(cfg.round1, seed=2, lam=10.0), replace(cfg.round2, seed=2, lam=10.0))
+    assert replace(seeded, round1=cfg.round1, round2=cfg.round2) == cfg
+    assert pipeline.with_training(cfg, 0) == cfg
