@@ -166,12 +166,13 @@ def training_runs(runs: dict, results: dict):
         for label, row in runs["scores"].items():
             method = "Jacobi Forcing" if label.startswith("Jacobi Forcing") else "CLLM-style"
             x, y = row[length]["tpf"], 100 * row[length]["accuracy"]
-            ax.scatter(x, y, color=COLORS[method], zorder=3)
-            ax.annotate(label.split(", ", 1)[-1], (x, y), textcoords="offset points", xytext=(4, 3), fontsize=7)
+            ax.scatter(x, y, color=COLORS[method], zorder=3, alpha=0.7)
+            if method == "CLLM-style":
+                ax.annotate(label.split(", ", 1)[-1], (x, y), textcoords="offset points", xytext=(4, 3), fontsize=7)
         ax.set_xlabel(f"tokens per forward (greedy Jacobi, n = {runs['block_size']})")
         ax.set_title(f"{length} answers, {runs['problems']} held-out problems", fontsize=10)
     axes[0].set_ylabel("accuracy (%)")
-    axes[0].scatter([], [], color=COLORS["Jacobi Forcing"], label="Jacobi Forcing (training seed)")
+    axes[0].scatter([], [], color=COLORS["Jacobi Forcing"], label="Jacobi Forcing, one dot per training seed")
     axes[0].scatter([], [], color=COLORS["CLLM-style"], label="CLLM-style (λ)")
     axes[0].legend(fontsize=7, loc="lower left")
     return fig
