@@ -195,14 +195,16 @@ def eval_command(args) -> None:
     labels = args.labels or args.models
     if len(labels) != len(args.models):
         raise ValueError(f"--labels names {len(labels)} models, --models {len(args.models)}")
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"each model needs a label of its own, got {labels}")
     table = bench.scores(args.models, args.lengths, args.problems, args.block_size, args.workers, device=args.device)
-    for label, row in zip(labels, table.values()):
+    for label, row in zip(labels, table):
         for length, s in row.items():
             print(f"{label}  {length:6s}  accuracy {s['accuracy']:.1%}  TPF {s['tpf']:.2f}  repetition {s['repetition']:.3f}")
     if args.out:
         args.out.write_text(json.dumps({"problems": args.problems, "block_size": args.block_size,
                                         "models": dict(zip(labels, args.models)),
-                                        "scores": dict(zip(labels, table.values()))}, indent=1))
+                                        "scores": dict(zip(labels, table))}, indent=1))
 
 
 def main(argv=None):

@@ -270,15 +270,16 @@ def score_job(job: tuple[str, str]) -> dict:
 
 
 def scores(models: list[str], lengths: list[str], problems: int, block_size: int = 16, workers: int = 2,
-           seed: int = 0, device: str = "cpu") -> dict:
-    """{model: {length: held-out accuracy, TPF of greedy Jacobi at `block_size`, repetition}}, on the
-    benchmark's problems (the same `seed`), one (model, length) job per one-thread process."""
+           seed: int = 0, device: str = "cpu") -> list[dict]:
+    """For each model, {length: held-out accuracy, TPF of greedy Jacobi at `block_size`, repetition},
+    on the benchmark's problems (the same `seed`), one (model, length) job per one-thread process."""
     SHARED["scores"] = {"problems": problems, "block_size": block_size, "seed": seed, "device": device}
-    jobs = [(name, length) for length in lengths for name in models]
-    results = pmap(score_job, jobs, min(workers, len(jobs)) if device == "cpu" else 1, "evaluate")
-    table = {name: {} for name in models}
-    for (name, length), result in zip(jobs, results):
-        table[name][length] = result
+    jobs = [(i, length) for length in lengths for i in range(len(models))]
+    results = pmap(score_job, [(models[i], length) for i, length in jobs],
+                   min(workers, len(jobs)) if device == "cpu" else 1, "evaluate")
+    table = [{} for _ in models]
+    for (i, length), result in zip(jobs, results):
+        table[i][length] = result
     return table
 
 

@@ -145,3 +145,6 @@ def test_eval_command_scores_each_model_on_each_bucket_as_evaluate_does(tmp_path
             assert saved["scores"][label][length] == evaluate(model, tokenizer, problems, 16, progress=False)
     with pytest.raises(SystemExit, match="--labels names 1 models, --models 2"):
         main(["eval", "--models", "base", "cllm", "--labels", "one", "--problems", "1"])
+    with pytest.raises(SystemExit, match="each model needs a label of its own"):
+        main(["eval", "--models", "base", "base", "--problems", "1"])
+    assert bench.scores(["base", "base"], ["short"], 2, workers=1) == [{"short": saved["scores"]["AR model"]["short"]}] * 2
