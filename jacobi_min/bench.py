@@ -262,6 +262,7 @@ def format_table(results: dict) -> str:
 
 
 def score_job(job: tuple[str, str]) -> dict:
+    """`train.evaluate` of one model on the held-out problems of one length bucket."""
     name, length = job
     cfg = SHARED["scores"]
     model, tokenizer = load(name, cfg["device"])
@@ -274,13 +275,9 @@ def scores(models: list[str], lengths: list[str], problems: int, block_size: int
     """For each model, {length: held-out accuracy, TPF of greedy Jacobi at `block_size`, repetition},
     on the benchmark's problems (the same `seed`), one (model, length) job per one-thread process."""
     SHARED["scores"] = {"problems": problems, "block_size": block_size, "seed": seed, "device": device}
-    jobs = [(i, length) for length in lengths for i in range(len(models))]
-    results = pmap(score_job, [(models[i], length) for i, length in jobs],
-                   min(workers, len(jobs)) if device == "cpu" else 1, "evaluate")
-    table = [{} for _ in models]
-    for (i, length), result in zip(jobs, results):
-        table[i][length] = result
-    return table
+    jobs = [(name, length) for name in models for length in lengths]
+    results = iter(pmap(score_job, jobs, min(workers, len(jobs)) if device == "cpu" else 1, "evaluate"))
+    return [{length: next(results) for length in lengths} for _ in models]
 
 
 @dataclass

@@ -155,7 +155,9 @@ def ablation(data: dict):
 
 def training_runs(runs: dict, results: dict):
     """Accuracy against TPF (greedy Jacobi, n = 16) of every trained model, one panel per length
-    bucket, with the base model's accuracy and the target 2 points below it."""
+    bucket, with the base model's accuracy and the target 2 points below it. A run whose label
+    starts with "Jacobi Forcing" is drawn as one, every other as CLLM-style labelled by what
+    follows its first comma (its λ)."""
     buckets = results["buckets"]
     fig, axes = plt.subplots(1, len(buckets), figsize=(5 * len(buckets), 4.2), sharey=True, squeeze=False)
     axes = axes[0]

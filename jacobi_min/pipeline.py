@@ -59,8 +59,8 @@ class PipelineConfig:
 def with_training(cfg: PipelineConfig, seed: int, lam: float | None = None) -> PipelineConfig:
     """`cfg` with every training stage seeded by `seed` (other batches and noisy states drawn from
     the same trajectories: the spread between training runs) and, when given, at AR weight `lam`."""
-    lam = {} if lam is None else {"lam": lam}
-    return replace(cfg, round1=replace(cfg.round1, seed=seed, **lam), round2=replace(cfg.round2, seed=seed, **lam))
+    changes = {"seed": seed} if lam is None else {"seed": seed, "lam": lam}
+    return replace(cfg, round1=replace(cfg.round1, **changes), round2=replace(cfg.round2, **changes))
 
 
 def prompts(tokenizer, count: int, seed: int) -> list[list[int]]:
