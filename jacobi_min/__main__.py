@@ -7,11 +7,11 @@ from pathlib import Path
 
 import torch
 
-from . import bench, demo, figures, pipeline, recipe, task, tiny, trajectories
+from . import bench, controls, demo, figures, pipeline, recipe, task, tiny, trajectories
 from .generate import run as run_generate
 from .model import CHECKPOINTS, load
 from .sampling import sampler
-from .train import TrainConfig, train
+from .train import METHODS, TrainConfig, train
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -90,13 +90,24 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("train", help="train on trajectories: Jacobi Forcing or the CLLM-style baseline")
     model_args(p)
     p.add_argument("--trajectories", type=Path, required=True)
-    p.add_argument("--method", default="jacobi-forcing", choices=["jacobi-forcing", "cllm"])
+    p.add_argument("--method", default="jacobi-forcing", choices=METHODS,
+                   help="cllm: CLLM's trainer (one example per block); cllm-style: one noisy block per prompt")
     p.add_argument("--schedule", default="progressive", choices=trajectories.SCHEDULES)
     p.add_argument("--window", type=at_least(1), default=TrainConfig.window)
     p.add_argument("--steps", type=at_least(1), default=TrainConfig.steps)
     p.add_argument("--lr", type=at_least(0.0, float), default=TrainConfig.lr)
+    p.add_argument("--lam", type=at_least(0.0, float), default=TrainConfig.lam, help="λ, the AR loss weight")
+    p.add_argument("--label-smoothing", type=at_least(0.0, float), default=TrainConfig.label_smoothing,
+                   help="ε of the AR loss (CLLM: 0.1)")
+    p.add_argument("--answer-only-ar", action="store_true", help="the AR loss covers the answer's tokens only")
+    p.add_argument("--consistency-on", nargs="*", default=list(TrainConfig.consistency_on), choices=list(task.BUCKETS),
+                   help="length buckets whose examples get noisy blocks (none: AR-only training)")
+    p.add_argument("--limit", type=at_least(1), default=None, help="train on the first LIMIT trajectories of the file")
     p.add_argument("--batch-size", type=at_least(1), default=TrainConfig.batch_size)
+    p.add_argument("--seed", type=at_least(0), default=TrainConfig.seed, help="seed of the batches and noisy states")
     p.add_argument("--eval-problems", type=at_least(0), default=TrainConfig.eval_problems)
+    p.add_argument("--eval-every", type=at_least(1), default=TrainConfig.eval_every,
+                   help="steps between held-out scores (also scored at steps 0, 50 and 100)")
     p.add_argument("--resume", action="store_true",
                    help="continue an interrupted run from its snapshot OUT.resume.pt (written every 200 steps)")
     p.add_argument("--out", type=Path, required=True)
@@ -130,6 +141,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seed of the training batches and noisy states (the trajectories stay the same)")
     p.add_argument("--lam", type=at_least(0.0, float), default=None,
                    help=f"λ, the AR loss weight of every training stage (default {pipeline.PipelineConfig().round1.lam})")
+    p = commands.add_parser("controls", help="short fine-tunes that each change one setting of the recipe: held-out "
+                                             "accuracy during training and per bucket after (~90 min on 2 cores)")
+    p.add_argument("--work", type=Path, default=Path("runs/controls"), help="trajectories and finished arms; a rerun resumes")
+    p.add_argument("--arms", nargs="+", choices=list(controls.ARMS), default=list(controls.ARMS), metavar="ARM",
+                   help="arms to run (default: all of " + ", ".join(controls.ARMS) + ")")
+    p.add_argument("--steps", type=at_least(1), default=controls.ControlsConfig.steps)
+    p.add_argument("--problems", type=at_least(1), default=controls.ControlsConfig.problems, help="per length bucket")
+    p.add_argument("--workers", type=at_least(1), default=controls.ControlsConfig.workers)
+    p.add_argument("--results", type=Path, default=controls.ControlsConfig.results)
     p = commands.add_parser("recipe", help="Jacobi Forcing on the real Qwen: its own GSM8K trajectories, round 1, "
                                            "before/after (needs requirements-qwen.txt; hours on a CPU)")
     p.add_argument("--preset", default="cpu", choices=list(recipe.PRESETS),
@@ -175,6 +195,14 @@ def build_parser() -> argparse.ArgumentParser:
         "  " + sub.format_usage().replace("usage: ", "") for sub in commands.choices.values())
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     return parser
+
+
+def train_config(args) -> TrainConfig:
+    """The `train` command's TrainConfig."""
+    return TrainConfig(method=args.method, schedule=args.schedule, window=args.window, steps=args.steps, lr=args.lr,
+                       lam=args.lam, label_smoothing=args.label_smoothing, ar_on_prompt=not args.answer_only_ar,
+                       consistency_on=tuple(args.consistency_on), batch_size=args.batch_size, seed=args.seed,
+                       eval_problems=args.eval_problems, eval_every=args.eval_every)
 
 
 def generate_command(args) -> None:
@@ -241,6 +269,13 @@ def run(args) -> None:
                                      args.train_seed, args.lam)
         print(pipeline.run(cfg, args.work, args.stage))
         return
+    if args.command == "controls":
+        cfg = controls.ControlsConfig(arms={a: controls.ARMS[a] for a in args.arms}, steps=args.steps,
+                                      problems=args.problems, workers=args.workers, results=args.results)
+        for name, arm in controls.run(cfg, args.work)["arms"].items():
+            print(f"{name:32s} " + "  ".join(f"{length} {s['accuracy']:.0%} / TPF {s['tpf']:.2f}"
+                                             for length, s in arm["scores"].items()))
+        return
     if args.command == "recipe":
         summary = recipe.run(replace(recipe.PRESETS[args.preset], base=args.base), args.work, args.results)
         for name in summary["before"]["methods"]:
@@ -277,12 +312,11 @@ def run(args) -> None:
         ids = pipeline.prompts(tokenizer, args.prompts, seed=0)
         trajectories.save(args.out, trajectories.collect(model, ids, args.block_size, args.max_new_tokens))
     elif args.command == "train":
-        cfg = TrainConfig(method=args.method, schedule=args.schedule, window=args.window, steps=args.steps,
-                          lr=args.lr, batch_size=args.batch_size, eval_problems=args.eval_problems)
+        cfg = train_config(args)
         resume = args.out.with_name(args.out.name + ".resume.pt")
         if resume.exists() and not args.resume:
             sys.exit(f"{resume} holds an interrupted run: add --resume to continue it, or delete it to start over")
-        train(model, tokenizer, trajectories.load(args.trajectories), cfg, args.out, resume=resume)
+        train(model, tokenizer, trajectories.load(args.trajectories)[:args.limit], cfg, args.out, resume=resume)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Rebuild every PNG in `figures/` from results files only (no model is run).
 
 Inputs: `figures/results/benchmark.json` (bench), `figures/results/ablation.json`
-(pipeline), `figures/results/training_runs.json` (eval of every training run), the
+(pipeline), `figures/results/training_runs.json` (eval of every training run),
+`figures/results/controls.json` (controls), the
 `train_log.jsonl` of each trained checkpoint, and for the real Qwen
 `qwen_exactness_float32.json` (exactness; optional `_extra.json` and
 `_multiblock.json`: more methods, each against its own `generate` runs) with
@@ -180,10 +181,56 @@ def training_runs(runs: dict, results: dict):
     return fig
 
 
+def control_curves(data: dict):
+    """Held-out accuracy (the in-loop mixed problems) against training step, one panel per group of arms."""
+    from .controls import PANELS
+    fig, axes = plt.subplots(1, len(PANELS), figsize=(5 * len(PANELS), 4.2), sharey=True)
+    base = 100 * data["arms"]["base (no training)"]["log"][0]["accuracy"]
+    for ax, (title, names) in zip(axes, PANELS.items()):
+        ax.axhline(base, color="grey", lw=1, label="base model")
+        for name in (n for n in names if n in data["arms"]):
+            evals = [r for r in data["arms"][name]["log"] if "accuracy" in r]
+            ax.plot([r["step"] for r in evals], [100 * r["accuracy"] for r in evals], marker="o", ms=3, label=name)
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("training step")
+        ax.legend(fontsize=7, loc="lower left")
+    axes[0].set_ylabel(f"held-out accuracy (%), {data['eval_problems']} mixed problems")
+    return fig
+
+
+def frontier(data: dict, runs: dict | None):
+    """Accuracy against TPF per length bucket: each method's λ sweep as a line (the controls, 3200
+    prompts), the base model's accuracy, and the shipped training runs (`training_runs.json`) as
+    hollow markers."""
+    from .controls import FRONTIERS
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2), sharey=True)
+    for ax, length in zip(axes, ("short", "medium", "long")):
+        ax.axhline(100 * data["arms"]["base (no training)"]["scores"][length]["accuracy"], color="grey", lw=1,
+                   label="base model")
+        for method, names in FRONTIERS.items():
+            scores = [data["arms"][n]["scores"][length] for n in names if n in data["arms"]]
+            color = COLORS["Jacobi Forcing" if method == "Jacobi Forcing" else "CLLM-style"]
+            ax.plot([s["tpf"] for s in scores], [100 * s["accuracy"] for s in scores], marker="o", color=color,
+                    label=f"{method} (λ = {', '.join(n.rsplit('λ ', 1)[-1] if 'λ' in n else '10' for n in names)})")
+        for label, row in (runs or {"scores": {}})["scores"].items():
+            method = "Jacobi Forcing" if label.startswith("Jacobi Forcing") else "CLLM-style"
+            ax.scatter(row[length]["tpf"], 100 * row[length]["accuracy"], facecolors="none", edgecolors=COLORS[method])
+        ax.set_xlabel(f"tokens per forward (greedy Jacobi, n = {data['block_size']})")
+        ax.set_title(f"{length} answers, {data['problems']} held-out problems", fontsize=10)
+    if runs:
+        for method in ("Jacobi Forcing", "CLLM-style"):
+            axes[0].scatter([], [], facecolors="none", edgecolors=COLORS[method],
+                            label=f"earlier {method} runs ({runs['problems']} problems)")
+    axes[0].set_ylabel("accuracy (%)")
+    axes[0].legend(fontsize=7, loc="lower left")
+    return fig
+
+
 def training_curves(logs: dict[str, list[dict]]):
     fig, (loss, tpf, accuracy) = plt.subplots(1, 3, figsize=(15, 4))
     for name, log in logs.items():
-        loss.plot([r["step"] for r in log], [r["loss"] for r in log], lw=0.6, label=name)
+        steps = [r for r in log if "loss" in r]  # step 0 holds only the scores before training
+        loss.plot([r["step"] for r in steps], [r["loss"] for r in steps], lw=0.6, label=name)
         evals = [r for r in log if "tpf" in r]
         tpf.plot([r["step"] for r in evals], [r["tpf"] for r in evals], marker="o", label=name)
         accuracy.plot([r["step"] for r in evals], [100 * r["accuracy"] for r in evals], marker="o", label=name)
@@ -264,7 +311,8 @@ def real_training(summary: dict):
         ax.legend(fontsize=8, loc="upper left")
     log, lam = summary["log"], cfg["train"]["lam"]
     for key, label in (("loss", f"λ·L_AR + L_c (λ = {lam:g})"), ("consistency", "L_c"), ("ar", "L_AR")):
-        loss.plot([r["step"] for r in log], [r[key] for r in log], marker=".", label=label)
+        steps = [r for r in log if key in r]  # step 0 holds only the scores before training
+        loss.plot([r["step"] for r in steps], [r[key] for r in steps], marker=".", label=label)
     loss.set_yscale("log")
     loss.set_xlabel("step")
     loss.set_ylabel("training loss")
@@ -291,6 +339,12 @@ def jobs(results_dir: Path, checkpoints: Path) -> dict[str, tuple[list[Path], ob
     runs = results_dir / "training_runs.json"
     if runs.exists() and bench.exists():
         out["training_runs.png"] = ([runs, bench], lambda: training_runs(json.loads(runs.read_text()), results()))
+    controls = results_dir / "controls.json"
+    if controls.exists():
+        data = lambda: json.loads(controls.read_text())
+        out["controls.png"] = ([controls], lambda: control_curves(data()))
+        sources = [controls, runs] if runs.exists() else [controls]
+        out["frontier.png"] = (sources, lambda: frontier(data(), json.loads(runs.read_text()) if runs.exists() else None))
     if (results_dir / "ablation.json").exists():
         out["noise_schedule_ablation.png"] = ([results_dir / "ablation.json"],
                                               lambda: ablation(json.loads((results_dir / "ablation.json").read_text())))

@@ -23,9 +23,15 @@ pools over the batch as well. Decision: per example, so a long answer's many
 positions do not outweigh a short one in the batch.)
 
 AR: next-token cross-entropy on the prompt and the clean blocks (bridge pairs
-included, up to the first EOS, PAD ignored). Total:
+included, up to the first EOS, PAD ignored), optionally with label smoothing ε
+(CLLM's trainer: ε = 0.1, i.e. (1-ε)·CE + ε·mean_v(-log p_v)). Total:
 
     L = λ · L_AR + L_c          (λ = 10; the 1/T is inside L_c)
+
+The AR term's answer part (`ar_answer`: the same cross-entropy on the answer's
+tokens only, without smoothing) is reported beside it: on the base model the
+prompt's tokens cost ~0.6 nats each and the answer's ~0.01, so the AR value as
+a whole cannot show damage to answers.
 """
 import torch
 import torch.nn.functional as F
@@ -43,13 +49,19 @@ def consistency_loss(logits: torch.Tensor, batch: dict) -> torch.Tensor:
     return (batch["weight"].to(kl.device) * kl).sum()
 
 
-def ar_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+def ar_loss(logits: torch.Tensor, labels: torch.Tensor, label_smoothing: float = 0.0) -> torch.Tensor:
     """Token-mean cross-entropy where labels != -100; logits (B, L, V), labels (B, L)."""
-    return F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten().to(logits.device), ignore_index=-100)
+    if not (labels != -100).any():
+        return logits.sum() * 0.0
+    return F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten().to(logits.device), ignore_index=-100,
+                           label_smoothing=label_smoothing)
 
 
-def jacobi_forcing_loss(logits: torch.Tensor, batch: dict, lam: float = 10.0) -> dict:
-    """{'loss': λ·L_AR + L_c, 'ar': L_AR, 'consistency': L_c} (the pooling and 1/T are in the weights)."""
-    ar = ar_loss(logits, batch["labels"])
+def jacobi_forcing_loss(logits: torch.Tensor, batch: dict, lam: float = 10.0, label_smoothing: float = 0.0) -> dict:
+    """{'loss': λ·L_AR + L_c, 'ar': L_AR, 'consistency': L_c, 'ar_answer': the answer's CE (no gradient)}
+    (the pooling and 1/T are in the consistency weights)."""
+    ar = ar_loss(logits, batch["labels"], label_smoothing)
     consistency = consistency_loss(logits, batch)
-    return {"loss": lam * ar + consistency, "ar": ar, "consistency": consistency}
+    with torch.no_grad():
+        ar_answer = ar_loss(logits, batch["answer_labels"])
+    return {"loss": lam * ar + consistency, "ar": ar, "consistency": consistency, "ar_answer": ar_answer}

@@ -13,6 +13,7 @@ One response of T blocks becomes one sequence
 - consistency positions of block j: from the first mismatch of ỹ_j with y*_j
   to n_j - 1 (the last predicts block j+1's first token), the position of an
   EOS left out (it would predict past the answer, as in the official trainer);
+  with `drop_last` (CLLM's trainer) the last position of the block is left out too;
 - a block given no noisy state (None) appears only clean: the CLLM baseline
   packs ONE noisy block, after the clean blocks before it.
 
@@ -36,6 +37,7 @@ class Packed:
     kinds: list[int]  # PROMPT / NOISY / CLEAN for every token
     blocks: list[int]  # block index of every token (-1 in the prompt)
     labels: list[int]  # AR target of every token, -100 where none
+    answer_labels: list[int]  # the same, -100 on the prompt's own tokens (what the AR loss says about answers)
     pairs: list[tuple[list[int], list[int]]]  # per block: (student idx, teacher idx) of consistency positions
 
 
@@ -55,26 +57,30 @@ def ar_labels(prompt, clean_blocks, eos: set[int], pad_id: int | None, on_prompt
 
 
 def pack(prompt: list[int], noisy_blocks: list[list[int] | None], clean_blocks: list[list[int]],
-         eos: set[int] = frozenset(), pad_id: int | None = None, ar_on_prompt: bool = True) -> Packed:
+         eos: set[int] = frozenset(), pad_id: int | None = None, ar_on_prompt: bool = True,
+         drop_last: bool = False) -> Packed:
     """Lay out prompt, ỹ_j, y*_j as described above, with AR labels and consistency pairs
     (one entry in `pairs` per noisy block)."""
-    stream_labels = ar_labels(prompt, clean_blocks, eos, pad_id, ar_on_prompt)
+    stream = ar_labels(prompt, clean_blocks, eos, pad_id, ar_on_prompt)
+    answer = ar_labels(prompt, clean_blocks, eos, pad_id, on_prompt=False)
     p = len(prompt)
     ids, positions = list(prompt), list(range(p))
-    kinds, blocks, labels = [PROMPT] * p, [-1] * p, stream_labels[:p]
+    kinds, blocks, labels, answer_labels = [PROMPT] * p, [-1] * p, stream[:p], answer[:p]
     pairs, offset = [], p
     for j, (noisy, clean) in enumerate(zip(noisy_blocks, clean_blocks)):
         n = len(clean)
         if noisy is not None:
-            last = n - 1 if clean[-1] in eos else n  # the EOS position predicts past the answer
+            last = n - 1 if drop_last or clean[-1] in eos else n  # the EOS position predicts past the answer
             student = list(range(len(ids) + first_mismatch(noisy, clean), len(ids) + last))
             pairs.append((student, [i + n for i in student]))
             ids, positions = ids + noisy, positions + list(range(offset, offset + n))
-            kinds, blocks, labels = kinds + [NOISY] * n, blocks + [j] * n, labels + [-100] * n
+            kinds, blocks = kinds + [NOISY] * n, blocks + [j] * n
+            labels, answer_labels = labels + [-100] * n, answer_labels + [-100] * n
         ids, positions = ids + clean, positions + list(range(offset, offset + n))
-        kinds, blocks, labels = kinds + [CLEAN] * n, blocks + [j] * n, labels + stream_labels[offset:offset + n]
+        kinds, blocks = kinds + [CLEAN] * n, blocks + [j] * n
+        labels, answer_labels = labels + stream[offset:offset + n], answer_labels + answer[offset:offset + n]
         offset += n
-    return Packed(ids, positions, kinds, blocks, labels, pairs)
+    return Packed(ids, positions, kinds, blocks, labels, answer_labels, pairs)
 
 
 def allowed(kinds: torch.Tensor, blocks: torch.Tensor, mask: str = "noisy") -> torch.Tensor:
@@ -119,5 +125,6 @@ def collate(examples: list[Packed], pad_id: int, mask: str = "noisy", dtype=torc
             "position_ids": pad([e.positions for e in examples], 0),
             "attention_mask": additive[:, None],  # (B, 1, L, L)
             "labels": pad([e.labels for e in examples], -100),
+            "answer_labels": pad([e.answer_labels for e in examples], -100),
             "rows": torch.tensor(rows, dtype=torch.long), "student": torch.tensor(student, dtype=torch.long),
             "teacher": torch.tensor(teacher, dtype=torch.long), "weight": torch.tensor(weight)}

@@ -74,8 +74,8 @@ def collect(model, tokenizer, cfg: PipelineConfig, block_size: int, desc: str) -
 
 
 def join_logs(log1: list[dict], log2: list[dict]) -> list[dict]:
-    """One log over both rounds: round 2's steps continue round 1's."""
-    return log1 + [{**row, "step": row["step"] + len(log1), "round": 2} for row in log2]
+    """One log over both rounds: round 2's steps continue round 1's (its step 0 is round 1's end)."""
+    return log1 + [{**row, "step": row["step"] + log1[-1]["step"], "round": 2} for row in log2]
 
 
 class Work:
@@ -158,8 +158,8 @@ def cllm(cfg: PipelineConfig, work: Work) -> None:
     then differ only in what the paper changes: packing, noise schedule, mask and re-collection."""
     traj = round1_trajectories(cfg, work)
     model, tokenizer = load(cfg.base, cfg.device)
-    phase1 = replace(cfg.round1, method="cllm")
-    phase2 = replace(cfg.round2, method="cllm", seed=cfg.round2.seed + 1)  # else it redraws phase 1's batches
+    phase1 = replace(cfg.round1, method="cllm-style")
+    phase2 = replace(cfg.round2, method="cllm-style", seed=cfg.round2.seed + 1)  # else it redraws phase 1's batches
     log1 = work.training("cllm_phase1", model, lambda resume: train(model, tokenizer, traj, phase1, resume=resume))
     log2 = work.training("cllm_phase2", model, lambda resume: train(model, tokenizer, traj, phase2, resume=resume))
     save_checkpoint(model, tokenizer, cfg.out / "cllm", phase2, join_logs(log1, log2),

@@ -5,10 +5,27 @@ block j the state whose noise level is closest to the schedule's t_j, packs
 the response (see `packing`), runs ONE forward and minimises λ·L_AR + L_c
 (see `losses`).
 
-- Jacobi Forcing: progressive schedule over a window of w blocks, noisy-context mask.
-- CLLM-style baseline, as in CLLM: ONE noisy block per example (block and
-  intermediate state drawn uniformly), after the clean blocks before it; its
-  consistency loss is that block's mean (T = 1), the AR loss the same as above.
+- Jacobi Forcing (`jacobi-forcing`): progressive schedule over a window of w
+  blocks, noisy-context mask.
+- CLLM (`cllm`), as CLLM's trainer does it: one example per (prompt, block),
+  so a long answer contributes T examples; the block's state drawn uniformly
+  from its intermediate states, after the clean blocks before it (clean-context
+  mask); its consistency loss covers the block from the first mismatch on with
+  the last position dropped, averaged over those positions (T = 1). CLLM's AR
+  loss is λ = 10 with label smoothing ε = 0.1 and lr 2e-5 for one epoch: those
+  are settings (`CLLM` below), not part of the method.
+- CLLM-style (`cllm-style`), this project's earlier baseline: one example per
+  prompt with ONE noisy block (block drawn uniformly), the last position kept,
+  under Jacobi Forcing's λ and optimiser settings.
+
+Named departures, each measured in docs/results.md (the controls):
+`consistency_on` lists the length buckets whose examples get noisy blocks (the
+others train on the AR loss alone; `()` is AR-only training on the same
+packed batches), `ar_on_prompt=False` keeps only the answer's tokens in the AR
+loss, `label_smoothing` is CLLM's ε.
+
+Held-out accuracy is scored before the first step (step 0), early (steps 50
+and 100) and every `eval_every` steps: an early collapse is a recipe fault.
 
 Window: w = 16 as in the paper (linspace(0, 1, 16): steps of 1/15 in noise).
 On the earlier short-answer task (round 1, 800 steps) w = 16 reached TPF 2.73 at
@@ -56,7 +73,7 @@ from .trajectories import pick_state, schedule
 
 @dataclass
 class TrainConfig:
-    method: str = "jacobi-forcing"  # or "cllm"
+    method: str = "jacobi-forcing"  # or "cllm", "cllm-style"
     schedule: str = "progressive"  # progressive / random / reverse (Jacobi Forcing only)
     window: int = 16  # w: the schedule's window in blocks
     random_offset: bool = False  # start each example's progressive schedule at a random block of the window
@@ -74,36 +91,63 @@ class TrainConfig:
     autocast: str | None = None  # "bfloat16": float32 master weights, the forward in bfloat16 autocast
     freeze_embeddings: bool = False  # train neither the input embedding nor the LM head
     ar_on_prompt: bool = True  # the AR loss covers the prompt too (False: the answer only)
+    label_smoothing: float = 0.0  # ε of the AR loss (CLLM: 0.1)
+    consistency_on: tuple[str, ...] = tuple(task.BUCKETS)  # buckets whose examples get noisy blocks; (): AR only
 
 
-def noisy_blocks(trajectory: dict, cfg: TrainConfig, rng: random.Random) -> list[list[int] | None]:
-    """The noisy state packed for each block (None: the block appears only clean)."""
+METHODS = ("jacobi-forcing", "cllm", "cllm-style")
+EARLY_EVALS = (0, 50, 100)
+CLLM = {"method": "cllm", "lam": 10.0, "label_smoothing": 0.1}  # CLLM's trainer (and lr 2e-5, one epoch)
+
+
+def noisy_blocks(trajectory: dict, cfg: TrainConfig, rng: random.Random, block: int | None = None) -> list[list[int] | None]:
+    """The noisy state packed for each block (None: the block appears only clean). CLLM makes
+    `block` noisy (the example's block); CLLM-style draws the block itself."""
     states = trajectory["blocks"]
-    if cfg.method == "cllm":
-        j = rng.randrange(len(states))
+    if cfg.method in ("cllm", "cllm-style"):
+        j = rng.randrange(len(states)) if block is None else block
         return [rng.choice(s[:-1] or s) if i == j else None for i, s in enumerate(states)]
     offset = rng.randrange(cfg.window) if cfg.random_offset else 0
     targets = schedule(len(states), cfg.window, cfg.schedule, rng, offset)
     return [pick_state(s, t) for s, t in zip(states, targets)]
 
 
+def bucket(trajectory: dict) -> str:
+    """The length bucket (`task.BUCKETS`) of a trajectory's answer."""
+    return task.bucket_of(min(sum(len(states[-1]) for states in trajectory["blocks"]), task.MAX_ANSWER_TOKENS))
+
+
 def length_groups(trajectories: list[dict]) -> list[list[dict]]:
-    """Trajectories grouped by the length bucket of their answer (`task.BUCKETS`)."""
+    """Trajectories grouped by the length bucket of their answer."""
     groups = {}
     for t in trajectories:
-        tokens = min(sum(len(states[-1]) for states in t["blocks"]), task.MAX_ANSWER_TOKENS)
-        groups.setdefault(task.bucket_of(tokens), []).append(t)
+        groups.setdefault(bucket(t), []).append(t)
     return [groups[name] for name in task.BUCKETS if name in groups]
 
 
+def draw_examples(groups: list[list[dict]], cfg: TrainConfig, rng: random.Random) -> list[tuple[dict, int | None]]:
+    """`batch_size` (trajectory, block) pairs from one length bucket (a batch of short answers is
+    not padded to a long one's length). Jacobi Forcing and CLLM-style: one example per prompt,
+    the bucket drawn uniformly. CLLM: one example per (prompt, block), drawn uniformly over all
+    blocks: the bucket with probability ∝ its blocks, then a block of it."""
+    if cfg.method != "cllm":
+        group = rng.choice(groups)
+        return [(rng.choice(group), None) for _ in range(cfg.batch_size)]
+    sizes = [[len(t["blocks"]) for t in group] for group in groups]
+    group, size = rng.choices(list(zip(groups, sizes)), weights=[sum(s) for s in sizes])[0]
+    picks = rng.choices(group, weights=size, k=cfg.batch_size)
+    return [(t, rng.randrange(len(t["blocks"]))) for t in picks]
+
+
 def make_batch(groups: list[list[dict]], cfg: TrainConfig, rng: random.Random, eos: set[int], pad_id: int) -> dict:
-    """One length bucket drawn uniformly, then `batch_size` of its trajectories (a batch of short
-    answers is not padded to a long one's length)."""
-    group = rng.choice(groups)
-    picks = [rng.choice(group) for _ in range(cfg.batch_size)]
-    packed = [pack(t["prompt"], noisy_blocks(t, cfg, rng), [s[-1] for s in t["blocks"]], eos, pad_id,
-                   cfg.ar_on_prompt) for t in picks]
-    return collate(packed, pad_id, mask="clean" if cfg.method == "cllm" else "noisy")
+    """One packed batch (see `draw_examples`); examples of buckets outside `cfg.consistency_on`
+    are packed without noisy blocks."""
+    packed = []
+    for t, block in draw_examples(groups, cfg, rng):
+        noisy = noisy_blocks(t, cfg, rng, block) if bucket(t) in cfg.consistency_on else [None] * len(t["blocks"])
+        packed.append(pack(t["prompt"], noisy, [s[-1] for s in t["blocks"]], eos, pad_id, cfg.ar_on_prompt,
+                           drop_last=cfg.method == "cllm"))
+    return collate(packed, pad_id, mask="noisy" if cfg.method == "jacobi-forcing" else "clean")
 
 
 def repetition(tokens: list[int]) -> float:
@@ -132,15 +176,30 @@ def evaluate(model, tokenizer, problems: list[task.Problem], block_size: int,
              max_new_tokens: int = task.MAX_ANSWER_TOKENS, progress: bool = True) -> dict:
     """Held-out accuracy, TPF of greedy Jacobi at `block_size`, and repetition."""
     model.eval()
-    correct, tokens, forwards, rep = 0, 0, 0, 0.0
+    correct, tokens, forwards, rep = [], 0, 0, 0.0
     for p in tqdm(problems, desc="evaluate", leave=False, disable=not progress):
         result = jacobi_decode(model, prompt_ids(tokenizer, p), block_size, max_new_tokens)
-        correct += is_correct(tokenizer, result.tokens, p)
+        correct.append(is_correct(tokenizer, result.tokens, p))
         tokens, forwards = tokens + sum(result.accepted), forwards + result.forwards
         rep += repetition(result.tokens)
     model.train()
     n = len(problems)
-    return {"accuracy": correct / n, "tpf": tokens / forwards, "repetition": rep / n}
+    return {"accuracy": sum(correct) / n, "tpf": tokens / forwards, "repetition": rep / n,
+            "correct": bucket_counts(problems, correct)}
+
+
+def bucket_counts(problems: list[task.Problem], correct: list[bool]) -> dict[str, list[int]]:
+    """{bucket: [correct, problems]} over the length buckets the problems fall in."""
+    counts = {}
+    for p, ok in zip(problems, correct):
+        tally = counts.setdefault(task.bucket_of(task.answer_length(p)), [0, 0])
+        tally[0], tally[1] = tally[0] + ok, tally[1] + 1
+    return counts
+
+
+def evaluates_at(step: int, cfg: TrainConfig) -> bool:
+    """Step 0 (before training), the early steps and every `eval_every`-th step, and the last."""
+    return step in EARLY_EVALS or step % cfg.eval_every == 0 or step == cfg.steps
 
 
 def setup_distributed() -> tuple[int, int]:
@@ -179,8 +238,14 @@ def train(model, tokenizer, trajectories: list[dict], cfg: TrainConfig, out_dir:
         log = state["log"]
         rng.setstate(state["rng"])
         start -= log[-1]["seconds"]
+    if cfg.method not in METHODS:
+        raise ValueError(f"unknown method {cfg.method!r}: choose one of {METHODS}")
+    if not log:
+        log.append({"step": 0, "seconds": 0.0})
+        if rank == 0 and held_out:
+            log[0].update(evaluate(model, tokenizer, held_out, cfg.eval_block_size, progress=progress))
     model.train()
-    for step in (bar := tqdm(range(len(log) + 1, cfg.steps + 1), desc=f"train {cfg.method}", initial=len(log),
+    for step in (bar := tqdm(range(len(log), cfg.steps + 1), desc=f"train {cfg.method}", initial=len(log) - 1,
                              total=cfg.steps, disable=rank > 0 or not progress)):
         batch = make_batch(groups, cfg, rng, eos, pad_id)
         for group in opt.param_groups:
@@ -189,7 +254,7 @@ def train(model, tokenizer, trajectories: list[dict], cfg: TrainConfig, out_dir:
         with torch.autocast(device.type, dtype=getattr(torch, cfg.autocast or "bfloat16"), enabled=cfg.autocast is not None):
             logits = net(input_ids=batch["input_ids"].to(device), position_ids=batch["position_ids"].to(device),
                          attention_mask=batch["attention_mask"].to(device, model.dtype)).logits
-        losses = jacobi_forcing_loss(logits.float(), batch, cfg.lam)
+        losses = jacobi_forcing_loss(logits.float(), batch, cfg.lam, cfg.label_smoothing)
         if not torch.isfinite(losses["loss"]):
             raise FloatingPointError(f"the loss is {losses['loss'].item()} at step {step}: training diverged "
                                      f"(try a lower learning rate than {cfg.lr}); nothing was saved")
@@ -198,8 +263,8 @@ def train(model, tokenizer, trajectories: list[dict], cfg: TrainConfig, out_dir:
         torch.nn.utils.clip_grad_norm_(trainable, 1.0)
         opt.step()
         row = {"step": step, **{k: round(v.item(), 5) for k, v in losses.items()}, "seconds": round(time.time() - start, 1)}
-        if rank == 0 and held_out and (step % cfg.eval_every == 0 or step == cfg.steps):
-            row.update(evaluate(model, tokenizer, held_out, cfg.eval_block_size))
+        if rank == 0 and held_out and evaluates_at(step, cfg):
+            row.update(evaluate(model, tokenizer, held_out, cfg.eval_block_size, progress=progress))
         log.append(row)
         bar.set_postfix(loss=f"{row['loss']:.3f}", **({"tpf": f"{row['tpf']:.2f}"} if "tpf" in row else {}))
         if resume is not None and rank == 0 and step % cfg.save_every == 0 and step < cfg.steps:

@@ -77,6 +77,11 @@ def test_figures_rebuild_from_results_only(tiny_results, tmp_path):
     training = {"problems": 2, "block_size": 16, "models": {"Jacobi Forcing, seed 0": "a", "CLLM-style, λ = 3": "b"},
                 "scores": {"Jacobi Forcing, seed 0": score(2.0), "CLLM-style, λ = 3": score(3.0)}}
     (tiny_results.parent / "training_runs.json").write_text(json.dumps(training))
+    from jacobi_min.controls import ARMS
+    curve = [{"step": s, "accuracy": 0.9 - s / 1000, "tpf": 1 + s / 400} for s in (0, 50, 100, 200, 400)]
+    arms = {name: {"log": curve, "scores": score(1.5 + i / 10)} for i, name in enumerate(ARMS)}
+    controls = {"steps": 400, "eval_problems": 45, "problems": 100, "block_size": 16, "arms": arms}
+    (tiny_results.parent / "controls.json").write_text(json.dumps(controls))
     logs = tmp_path / "checkpoints"
     for name in ("jacobi-forcing", "cllm"):
         (logs / name).mkdir(parents=True)
@@ -89,7 +94,7 @@ def test_figures_rebuild_from_results_only(tiny_results, tmp_path):
     names = {p.name for p in written}
     assert names == {"speedup_vs_answer_length.png", "tpf_vs_answer_length.png", "accuracy_vs_speedup.png",
                      "acceptance_histogram.png", "cost_model.png", "noise_schedule_ablation.png", "training_curves.png",
-                     "real_qwen.png", "qwen_jacobi_forcing.png", "training_runs.png"}
+                     "real_qwen.png", "qwen_jacobi_forcing.png", "training_runs.png", "controls.png", "frontier.png"}
     for p in written:
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000
     assert figures.stale(tiny_results.parent, out, logs) == []

@@ -79,3 +79,21 @@ def test_no_gradient_reaches_the_teacher():
     student_grad = logits.grad[batch["rows"], batch["student"]]
     assert torch.count_nonzero(teacher_grad) == 0
     assert torch.count_nonzero(student_grad) > 0
+
+
+def test_label_smoothing_lambda_and_the_answer_part_equal_naive_loops():
+    """ε-smoothed AR = mean over targets of (1-ε)·CE + ε·mean_v(-log p_v); the answer part is the plain
+    CE over the answer's targets only; the total is λ·AR + L_c with the smoothed AR."""
+    model = tiny_model()
+    packed, batch, logits = batch_and_logits(model)
+    eps, lam = 0.1, 3.0
+    terms = [(1 - eps) * F.cross_entropy(logits[b, i], torch.tensor(label)) - eps * F.log_softmax(logits[b, i], -1).mean()
+             for b, e in enumerate(packed) for i, label in enumerate(e.labels) if label != -100]
+    answer = [F.cross_entropy(logits[b, i], torch.tensor(label))
+              for b, e in enumerate(packed) for i, label in enumerate(e.answer_labels) if label != -100]
+    assert len(answer) < len(terms)
+    total = jacobi_forcing_loss(logits, batch, lam=lam, label_smoothing=eps)
+    torch.testing.assert_close(total["ar"], torch.stack(terms).mean())
+    torch.testing.assert_close(total["ar_answer"], torch.stack(answer).mean())
+    torch.testing.assert_close(total["loss"], lam * torch.stack(terms).mean() + naive_consistency(logits))
+    assert not total["ar_answer"].requires_grad

@@ -114,3 +114,27 @@ def test_ar_labels_on_the_answer_only():
     p = len(PROMPT_IDS)
     assert answer.labels[:p - 1] == [-100] * (p - 1) and answer.labels[p - 1] == CLEAN_BLOCKS[0][0]
     assert answer.labels[p - 1:] == full.labels[p - 1:]
+
+
+def test_answer_only_ar_and_drop_last_change_only_what_they_name():
+    """ar_on_prompt=False: the prompt's own targets go, the bridge to the answer stays; drop_last
+    (CLLM): the last position of each block leaves the consistency pairs (an EOS position already
+    had). Everything else is the same packed sequence."""
+    eos = {3}
+    default = pack(PROMPT_IDS, NOISY_BLOCKS, CLEAN_BLOCKS, eos=eos)
+    answer_only = pack(PROMPT_IDS, NOISY_BLOCKS, CLEAN_BLOCKS, eos=eos, ar_on_prompt=False)
+    dropped = pack(PROMPT_IDS, NOISY_BLOCKS, CLEAN_BLOCKS, eos=eos, drop_last=True)
+    p = len(PROMPT_IDS)
+    assert default.labels[:p] == [9, 12, 7, 30, 11]
+    assert answer_only.labels[:p] == [-100, -100, -100, -100, 11] == default.answer_labels[:p]
+    assert answer_only.labels[p:] == default.labels[p:] == default.answer_labels[p:]
+    # block 0: first mismatch at 2 -> positions 2, 3; block 1: at 1 -> 1..3; block 2: at 1, its EOS position -> none
+    starts = [p, p + 8, p + 16]
+    assert default.pairs == [(list(range(starts[0] + 2, starts[0] + 4)), list(range(starts[0] + 6, starts[0] + 8))),
+                             (list(range(starts[1] + 1, starts[1] + 4)), list(range(starts[1] + 5, starts[1] + 8))),
+                             ([], [])]
+    assert dropped.pairs == [(s[:-1], t[:-1]) if s else (s, t) for s, t in default.pairs[:2]] + [default.pairs[2]]
+    for other in (answer_only, dropped):
+        assert (other.ids, other.positions, other.kinds, other.blocks) == (default.ids, default.positions,
+                                                                         default.kinds, default.blocks)
+    assert answer_only.pairs == default.pairs and dropped.labels == default.labels

@@ -2,6 +2,7 @@
 import json
 import math
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -13,7 +14,8 @@ import torch
 
 import jacobi_min
 from jacobi_min import pipeline, task, trajectories
-from jacobi_min.train import TrainConfig, repetition, save_checkpoint, train
+from jacobi_min.packing import collate, pack
+from jacobi_min.train import TrainConfig, draw_examples, evaluates_at, make_batch, noisy_blocks, repetition, save_checkpoint, train
 from tests.conftest import generate_greedy
 
 ROOT = Path(__file__).parent.parent
@@ -40,14 +42,15 @@ def test_repetition_metric():
     assert repetition([1, 1, 2, 3, 3]) == 0.5
 
 
-@pytest.mark.parametrize("method", ["jacobi-forcing", "cllm"])
+@pytest.mark.parametrize("method", ["jacobi-forcing", "cllm", "cllm-style"])
 def test_few_steps_single_process(trajectory_file, method):
     model, tokenizer = jacobi_min.load()
     cfg = TrainConfig(method=method, steps=4, batch_size=2, eval_every=4, eval_problems=3)
     log = train(model, tokenizer, trajectories.load(trajectory_file), cfg)
-    assert len(log) == 4 and all(math.isfinite(r["loss"]) for r in log)
-    assert {"accuracy", "tpf", "repetition"} <= set(log[-1])
-    assert all(r["consistency"] >= 0 for r in log)
+    assert [r["step"] for r in log] == [0, 1, 2, 3, 4] and all(math.isfinite(r["loss"]) for r in log[1:])
+    assert {"accuracy", "tpf", "repetition", "correct"} <= set(log[0]) & set(log[-1])
+    assert sum(n for _, n in log[0]["correct"].values()) == 3
+    assert all(r["consistency"] >= 0 and r["ar_answer"] >= 0 for r in log[1:])
 
 
 def test_ddp_two_processes(trajectory_file, tmp_path):
@@ -59,8 +62,8 @@ def test_ddp_two_processes(trajectory_file, tmp_path):
                           env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert done.returncode == 0, done.stderr[-3000:]
     log = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
-    assert [r["step"] for r in log] == [1, 2, 3]
-    assert all(math.isfinite(r["loss"]) for r in log)
+    assert [r["step"] for r in log] == [0, 1, 2, 3] and "accuracy" in log[0]
+    assert all(math.isfinite(r["loss"]) for r in log[1:])
     assert (out / "model.safetensors").exists()
 
 
@@ -111,9 +114,9 @@ def test_pipeline_runs_end_to_end_on_a_few_prompts_and_resumes(tmp_path):
     assert len(round1) == 4 and max(len(b[-1]) for t in round1 for b in t["blocks"]) == 16
     for name in ("jacobi-forcing", "cllm"):
         log = [json.loads(line) for line in (cfg.out / name / "train_log.jsonl").read_text().splitlines()]
-        assert [r["step"] for r in log] == [1, 2, 3, 4, 5, 6]
-        assert [r.get("round", 1) for r in log] == [1, 1, 1, 2, 2, 2]
-        assert all(math.isfinite(r["loss"]) for r in log)
+        assert [r["step"] for r in log] == [0, 1, 2, 3, 3, 4, 5, 6]  # round 2's step 0 is round 1's end
+        assert [r.get("round", 1) for r in log] == [1, 1, 1, 1, 2, 2, 2, 2]
+        assert all(math.isfinite(r["loss"]) for r in log if r["step"] > 0 and "loss" in r)
         saved = json.loads((cfg.out / name / "train_config.json").read_text())
         assert (saved["config"]["lr"], saved["config"]["lam"]) == (2e-4, 20.0)
         model, tokenizer = jacobi_min.load(cfg.out / name)
@@ -182,7 +185,7 @@ def test_interrupted_training_resumes_to_the_same_weights(trajectory_file, tmp_p
     monkeypatch.setattr(train_module, "make_batch", make_batch)
     model, tokenizer = jacobi_min.load()  # a fresh process: only the snapshot of step 4 survives
     log = train(model, tokenizer, data, cfg, resume=tmp_path / "resume.pt")
-    assert [r["step"] for r in log] == [1, 2, 3, 4, 5, 6]
+    assert [r["step"] for r in log] == [0, 1, 2, 3, 4, 5, 6]
     assert all(torch.equal(uninterrupted[k], v) for k, v in model.state_dict().items())
     assert not (tmp_path / "resume.pt").exists()
 
@@ -193,7 +196,7 @@ def test_loss_falls_and_parameters_change_on_a_fixed_batch(trajectory_file):
     before = {k: v.clone() for k, v in model.state_dict().items()}
     log = train(model, tokenizer, trajectories.load(trajectory_file)[:1],
                 TrainConfig(steps=30, batch_size=2, lr=1e-3, warmup_frac=0.0, eval_problems=0))
-    assert log[-1]["loss"] < 0.5 * log[0]["loss"]
+    assert log[-1]["loss"] < 0.5 * log[1]["loss"]
     assert sum(not torch.equal(before[k], v) for k, v in model.state_dict().items()) == len(before)
 
 
@@ -203,3 +206,83 @@ def test_a_training_seed_and_lambda_change_every_training_stage_and_nothing_else
     assert (seeded.round1, seeded.round2) == (replace(cfg.round1, seed=2, lam=10.0), replace(cfg.round2, seed=2, lam=10.0))
     assert replace(seeded, round1=cfg.round1, round2=cfg.round2) == cfg
     assert pipeline.with_training(cfg, 0) == cfg
+
+
+def hand_made(blocks: int, n: int, first: int = 10) -> dict:
+    """A trajectory of `blocks` blocks of n tokens: each passes through a draft wrong from position 1,
+    a state wrong from position n - 2, and its fixed point."""
+    fixed = [[first + 100 * j + i for i in range(n)] for j in range(blocks)]
+    return {"prompt": [1, 2, 3],
+            "blocks": [[f[:1] + [9] * (n - 1), f[:n - 2] + [9, 9], f] for f in fixed]}
+
+
+SHORT, LONG = hand_made(2, 4), hand_made(11, 16, first=5000)  # 8 tokens: short; 176 tokens: long
+
+
+def test_buckets_outside_consistency_on_train_on_the_ar_loss_alone():
+    """AR only (no bucket) and one bucket off: those examples lose their noisy blocks and nothing else."""
+    for consistency_on, noisy_short, noisy_long in [((), False, False), (("long",), False, True),
+                                                    (("short", "long"), True, True)]:
+        cfg = TrainConfig(batch_size=2, window=2, consistency_on=consistency_on)  # W = 0, 1: block 1 gets its draft
+        for group, noisy in (([SHORT], noisy_short), ([LONG], noisy_long)):
+            batch = make_batch([group], cfg, random.Random(0), eos=set(), pad_id=0)
+            clean_only = collate([pack(group[0]["prompt"], [None] * len(group[0]["blocks"]),
+                                       [s[-1] for s in group[0]["blocks"]])] * 2, pad_id=0)
+            assert (len(batch["weight"]) > 0) == noisy
+            if not noisy:
+                assert all(torch.equal(batch[k], clean_only[k]) for k in ("input_ids", "labels", "position_ids"))
+
+
+def test_cllm_draws_one_example_per_block_and_jacobi_forcing_one_per_prompt():
+    """CLLM: (trajectory, block) uniform over all blocks, so a 3-block answer weighs 3 times a
+    1-block one; Jacobi Forcing and CLLM-style: the trajectory uniform."""
+    one, three = hand_made(1, 4), hand_made(3, 4, first=1000)
+    rng = random.Random(0)
+    cllm = [(id(t), j) for _ in range(500) for t, j in draw_examples([[one, three]], TrainConfig(method="cllm"), rng)]
+    counts = {key: cllm.count(key) for key in set(cllm)}
+    assert sorted(counts) == sorted([(id(one), 0)] + [(id(three), j) for j in range(3)])
+    assert all(850 <= c <= 1150 for c in counts.values())  # 4000 draws over 4 (prompt, block) pairs
+    for method in ("jacobi-forcing", "cllm-style"):
+        picks = [id(t) for _ in range(500) for t, j in draw_examples([[one, three]], TrainConfig(method=method), rng)]
+        assert 1800 <= picks.count(id(one)) <= 2200 and all(j is None for _, j in
+                                                            draw_examples([[one]], TrainConfig(method=method), rng))
+
+
+def test_a_cllm_example_is_one_noisy_block_after_its_clean_prefix_without_the_last_position():
+    """Hand-made: block 1 of 3 (n = 4; tokens 110..113) in the state wrong from position 1 or 2; the consistency positions
+    run from that mismatch to n - 2 (CLLM drops the last); the mask is the clean-context one."""
+    t = hand_made(3, 4)
+    for seed in range(10):
+        rng = random.Random(seed)
+        noisy = noisy_blocks(t, TrainConfig(method="cllm"), rng, block=1)
+        assert noisy[0] is None and noisy[2] is None and noisy[1] in t["blocks"][1][:-1]
+        packed = pack(t["prompt"], noisy, [s[-1] for s in t["blocks"]], drop_last=True)
+        first = 1 if noisy[1] == t["blocks"][1][0] else 2
+        assert packed.pairs == [(list(range(3 + 4 + first, 3 + 4 + 3)), list(range(3 + 8 + first, 3 + 8 + 3)))]
+    batch = make_batch([[t]], TrainConfig(method="cllm", batch_size=1), random.Random(1), eos=set(), pad_id=0)
+    kinds = batch["attention_mask"][0, 0] == 0
+    noisy_rows = (batch["input_ids"][0] == 9).nonzero().flatten()
+    start = int(noisy_rows.min()) - 1  # the noisy block's first token (its y0 is right)
+    assert kinds[start, :start].all()  # it sees the prompt and every clean block before it
+
+
+def test_evaluation_steps_are_zero_early_and_every_eval_every():
+    cfg = TrainConfig(steps=450, eval_every=200)
+    assert [s for s in range(451) if evaluates_at(s, cfg)] == [0, 50, 100, 200, 400, 450]
+
+
+def test_the_train_command_passes_every_option_to_the_config():
+    from jacobi_min.__main__ import build_parser, train_config
+    args = build_parser().parse_args(["train", "--trajectories", "t", "--out", "o", "--method", "cllm", "--lam", "7",
+                                      "--label-smoothing", "0.1", "--answer-only-ar", "--consistency-on", "long",
+                                      "--seed", "3", "--lr", "1e-4", "--eval-every", "50"])
+    assert train_config(args) == TrainConfig(method="cllm", lam=7.0, label_smoothing=0.1, ar_on_prompt=False,
+                                             consistency_on=("long",), seed=3, lr=1e-4, eval_every=50)
+    ar_only = build_parser().parse_args(["train", "--trajectories", "t", "--out", "o", "--consistency-on"])
+    assert train_config(ar_only).consistency_on == () and train_config(ar_only).lam == TrainConfig.lam
+
+
+def test_an_unknown_method_is_a_clear_error(trajectory_file):
+    model, tokenizer = jacobi_min.load()
+    with pytest.raises(ValueError, match="unknown method"):
+        train(model, tokenizer, trajectories.load(trajectory_file), TrainConfig(method="clm", steps=1, eval_problems=0))

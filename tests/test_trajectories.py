@@ -55,8 +55,8 @@ def test_noisy_blocks_follow_the_method():
     offset = [noise_level(s, FIXED) for s in noisy_blocks(trajectory, TrainConfig(window=4, random_offset=True),
                                                               random.Random(3))]
     assert any(offset == [picked[(o + j) % 4] for j in range(4)] for o in range(4))
-    for seed in range(20):  # CLLM: one block noisy, in one of its intermediate states; the others only clean
-        cllm = noisy_blocks(trajectory, TrainConfig(method="cllm"), random.Random(seed))
+    for seed in range(20):  # CLLM-style: one block noisy, in one of its intermediate states; the others only clean
+        cllm = noisy_blocks(trajectory, TrainConfig(method="cllm-style"), random.Random(seed))
         noisy = [s for s in cllm if s is not None]
         assert len(cllm) == 4 and len(noisy) == 1 and noisy[0] in STATES[:-1]
 

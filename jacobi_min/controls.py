@@ -1,0 +1,119 @@
+"""Controls: which part of the fine-tuning recipe costs held-out accuracy, and what buys TPF.
+
+Every arm is one round-1 fine-tune of the base model on its own n = 16
+trajectories — `steps` steps of `batch_size` examples drawn from the first
+`prompts` training prompts — that differs from the reference arm (Jacobi
+Forcing, λ = 10, lr 1e-4, 1,500 prompts) in the setting its name gives:
+
+    AR only            the same packed batches without noisy blocks (L = λ·L_AR)
+    λ, lr              the AR weight and the peak learning rate (the base's: 2e-3)
+    answer-only AR     the AR loss on the answer's tokens only
+    prompts            how many trajectories the steps draw from (memorisation)
+    no short consistency   short answers train on the AR loss alone
+    CLLM               CLLM's trainer (one example per block, ε = 0.1) on the same data
+
+plus the base model itself (no training), scored on the same problems. The
+figures group the arms as PANELS does.
+
+Held-out accuracy is scored during training (steps 0, 50, 100, 200 and the
+last, on `eval_problems` mixed problems) and, at the end, per length bucket on
+the benchmark's first `problems` problems (`bench.scores`' problems, the same
+`train.evaluate`). Arms run one per one-thread process; each keeps a snapshot
+every 100 steps and its finished result in the work folder, so a rerun resumes.
+"""
+import json
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+from . import task
+from .model import load
+from .pipeline import RESULTS, PipelineConfig, Work, atomic_write, collect
+from .train import CLLM, TrainConfig, evaluate, train
+from .workers import SHARED, pmap
+
+REFERENCE = {"lam": 10.0, "lr": 1e-4}
+SHIPPED = {"lam": 3.0, "lr": 5e-4}  # the shipped model's round 1
+ARMS = {  # name -> (training prompts, TrainConfig settings)
+    "base (no training)": (1500, {"steps": 0}),
+    "shipped recipe (λ 3, lr 5e-4)": (1500, SHIPPED),
+    "λ 10, lr 1e-4 (reference)": (1500, REFERENCE),
+    "3200 prompts": (3200, REFERENCE),
+    "AR only (λ 3, lr 5e-4)": (1500, {**SHIPPED, "consistency_on": ()}),
+    "CLLM, 3200 prompts, λ 10": (3200, {**REFERENCE, **CLLM}),
+    "λ 10, lr 5e-4": (1500, {"lam": 10.0, "lr": 5e-4}),
+    "answer-only AR": (1500, {**REFERENCE, "ar_on_prompt": False}),
+    "no short consistency": (1500, {**REFERENCE, "consistency_on": ("medium", "long")}),
+    "3200 prompts, λ 3": (3200, {**REFERENCE, "lam": 3.0}),
+    "3200 prompts, λ 30": (3200, {**REFERENCE, "lam": 30.0}),
+    "CLLM, 3200 prompts, λ 3": (3200, {**REFERENCE, **CLLM, "lam": 3.0}),
+    "CLLM, 3200 prompts, λ 30": (3200, {**REFERENCE, **CLLM, "lam": 30.0}),
+    "300 prompts": (300, REFERENCE),
+}
+
+PANELS = {
+    "λ and learning rate": ["shipped recipe (λ 3, lr 5e-4)", "λ 10, lr 5e-4", "λ 10, lr 1e-4 (reference)"],
+    "what the loss covers": ["shipped recipe (λ 3, lr 5e-4)", "AR only (λ 3, lr 5e-4)", "λ 10, lr 1e-4 (reference)",
+                             "answer-only AR", "no short consistency"],
+    "training prompts": ["300 prompts", "λ 10, lr 1e-4 (reference)", "3200 prompts"],
+    "the frontier (3200 prompts)": ["3200 prompts, λ 3", "3200 prompts", "3200 prompts, λ 30", "CLLM, 3200 prompts, λ 3",
+                                    "CLLM, 3200 prompts, λ 10", "CLLM, 3200 prompts, λ 30"],
+}
+FRONTIERS = {"Jacobi Forcing": ["3200 prompts, λ 3", "3200 prompts", "3200 prompts, λ 30"],
+             "CLLM": ["CLLM, 3200 prompts, λ 3", "CLLM, 3200 prompts, λ 10", "CLLM, 3200 prompts, λ 30"]}
+
+
+@dataclass
+class ControlsConfig:
+    arms: dict = field(default_factory=lambda: dict(ARMS))
+    steps: int = 250
+    batch_size: int = 8
+    eval_problems: int = 30  # mixed, scored during training
+    problems: int = 100  # per length bucket, scored at the end
+    block_size: int = 16
+    workers: int = 2
+    base: str = "base"
+    results: Path = RESULTS / "controls.json"
+
+
+def arm_config(cfg: ControlsConfig, name: str) -> TrainConfig:
+    settings = cfg.arms[name][1]
+    return replace(TrainConfig(steps=cfg.steps, batch_size=cfg.batch_size, eval_problems=cfg.eval_problems,
+                               save_every=100), **settings)
+
+
+def slug(name: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in name).strip("-")
+
+
+def run_arm(name: str) -> dict:
+    """Train one arm from the base model (resuming a snapshot), then score it per bucket."""
+    cfg, folder, traj = SHARED["controls"]
+    path = folder / f"{slug(name)}.json"
+    if path.exists():
+        return json.loads(path.read_text())
+    prompts, config = cfg.arms[name][0], arm_config(cfg, name)
+    model, tokenizer = load(cfg.base)
+    log = train(model, tokenizer, traj[:prompts], config, progress=False, resume=folder / f"{slug(name)}.resume.pt")
+    scores = {length: evaluate(model, tokenizer, task.problems("test", cfg.problems, seed=0, length=length),
+                               cfg.block_size, progress=False) for length in task.BUCKETS}
+    kept = [r for r in log if "accuracy" in r or r["step"] % 20 == 0]  # the scores, and the losses every 20 steps
+    result = {"prompts": prompts, "config": asdict(config), "log": kept, "scores": scores}
+    atomic_write(path, json.dumps(result))
+    return json.loads(path.read_text())  # as a rerun reads it back
+
+
+def run(cfg: ControlsConfig = ControlsConfig(), folder: Path = Path("runs/controls")) -> dict:
+    """Every arm (the finished ones read back); writes `cfg.results` and returns it."""
+    work = Work(folder)
+    need = max(prompts for prompts, _ in cfg.arms.values())
+    model, tokenizer = load(cfg.base)
+    traj = work.trajectories("round1", lambda: collect(model, tokenizer, replace(
+        PipelineConfig(), train_prompts=need, workers=cfg.workers, base=cfg.base), 16, "trajectories n=16 (base)"))
+    SHARED["controls"] = (cfg, folder, traj)
+    names = list(cfg.arms)
+    results = dict(zip(names, pmap(run_arm, names, cfg.workers, "controls")))
+    summary = {"steps": cfg.steps, "batch_size": cfg.batch_size, "eval_problems": cfg.eval_problems,
+               "problems": cfg.problems, "block_size": cfg.block_size, "arms": results}
+    cfg.results.parent.mkdir(parents=True, exist_ok=True)
+    cfg.results.write_text(json.dumps(summary, indent=1))
+    return summary
