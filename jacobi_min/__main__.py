@@ -100,8 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--label-smoothing", type=at_least(0.0, float), default=TrainConfig.label_smoothing,
                    help="ε of the AR loss (CLLM: 0.1)")
     p.add_argument("--answer-only-ar", action="store_true", help="the AR loss covers the answer's tokens only")
-    p.add_argument("--consistency-on", nargs="*", default=list(TrainConfig.consistency_on), choices=list(task.BUCKETS),
-                   help="length buckets whose examples get noisy blocks (none: AR-only training)")
+    p.add_argument("--consistency-on", nargs="+", default=list(TrainConfig.consistency_on), choices=list(task.BUCKETS),
+                   help="length buckets whose examples get noisy blocks (the others train on the AR loss alone)")
+    p.add_argument("--ar-only", action="store_true", help="no noisy blocks at all: the AR loss on the same packed batches")
     p.add_argument("--limit", type=at_least(1), default=None, help="train on the first LIMIT trajectories of the file")
     p.add_argument("--batch-size", type=at_least(1), default=TrainConfig.batch_size)
     p.add_argument("--seed", type=at_least(0), default=TrainConfig.seed, help="seed of the batches and noisy states")
@@ -201,7 +202,7 @@ def train_config(args) -> TrainConfig:
     """The `train` command's TrainConfig."""
     return TrainConfig(method=args.method, schedule=args.schedule, window=args.window, steps=args.steps, lr=args.lr,
                        lam=args.lam, label_smoothing=args.label_smoothing, ar_on_prompt=not args.answer_only_ar,
-                       consistency_on=tuple(args.consistency_on), batch_size=args.batch_size, seed=args.seed,
+                       consistency_on=() if args.ar_only else tuple(args.consistency_on), batch_size=args.batch_size, seed=args.seed,
                        eval_problems=args.eval_problems, eval_every=args.eval_every)
 
 

@@ -10,6 +10,10 @@ Forcing, λ = 10, lr 1e-4, 1,500 prompts) in the setting its name gives:
     answer-only AR     the AR loss on the answer's tokens only
     prompts            how many trajectories the steps draw from (memorisation)
     no short consistency   short answers train on the AR loss alone
+    random schedule offset each example's progressive schedule starts at a random
+                       block of the window (a short answer's T ≈ 3 blocks otherwise
+                       always get t = 0, 1/15, 2/15: one to three positions, the
+                       same every epoch, each weighted 1/(C·T))
     CLLM               CLLM's trainer (one example per block, ε = 0.1) on the same data
 
 plus the base model itself (no training), scored on the same problems. The
@@ -43,6 +47,7 @@ ARMS = {  # name -> (training prompts, TrainConfig settings)
     "λ 10, lr 5e-4": (1500, {"lam": 10.0, "lr": 5e-4}),
     "answer-only AR": (1500, {**REFERENCE, "ar_on_prompt": False}),
     "no short consistency": (1500, {**REFERENCE, "consistency_on": ("medium", "long")}),
+    "random schedule offset": (1500, {**REFERENCE, "random_offset": True}),
     "3200 prompts, λ 3": (3200, {**REFERENCE, "lam": 3.0}),
     "3200 prompts, λ 30": (3200, {**REFERENCE, "lam": 30.0}),
     "CLLM, 3200 prompts, λ 3": (3200, {**REFERENCE, **CLLM, "lam": 3.0}),
@@ -53,7 +58,7 @@ ARMS = {  # name -> (training prompts, TrainConfig settings)
 PANELS = {
     "λ and learning rate": ["shipped recipe (λ 3, lr 5e-4)", "λ 10, lr 5e-4", "λ 10, lr 1e-4 (reference)"],
     "what the loss covers": ["shipped recipe (λ 3, lr 5e-4)", "AR only (λ 3, lr 5e-4)", "λ 10, lr 1e-4 (reference)",
-                             "answer-only AR", "no short consistency"],
+                             "answer-only AR", "no short consistency", "random schedule offset"],
     "training prompts": ["300 prompts", "λ 10, lr 1e-4 (reference)", "3200 prompts"],
     "the frontier (3200 prompts)": ["3200 prompts, λ 3", "3200 prompts", "3200 prompts, λ 30", "CLLM, 3200 prompts, λ 3",
                                     "CLLM, 3200 prompts, λ 10", "CLLM, 3200 prompts, λ 30"],

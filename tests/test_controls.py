@@ -15,7 +15,7 @@ def test_every_arm_is_the_reference_with_its_one_change():
     changed = {name: {k for k, v in vars(controls.arm_config(cfg, name)).items() if v != getattr(reference, k)}
                for name in controls.ARMS}
     assert changed["answer-only AR"] == {"ar_on_prompt"}
-    assert changed["no short consistency"] == {"consistency_on"}
+    assert changed["no short consistency"] == {"consistency_on"} and changed["random schedule offset"] == {"random_offset"}
     assert changed["λ 10, lr 5e-4"] == {"lr"} and changed["300 prompts"] == set()
     assert changed["AR only (λ 3, lr 5e-4)"] == {"consistency_on", "lam", "lr"}
     assert changed["CLLM, 3200 prompts, λ 10"] == {"method", "label_smoothing"}

@@ -278,8 +278,16 @@ def test_the_train_command_passes_every_option_to_the_config():
                                       "--seed", "3", "--lr", "1e-4", "--eval-every", "50"])
     assert train_config(args) == TrainConfig(method="cllm", lam=7.0, label_smoothing=0.1, ar_on_prompt=False,
                                              consistency_on=("long",), seed=3, lr=1e-4, eval_every=50)
-    ar_only = build_parser().parse_args(["train", "--trajectories", "t", "--out", "o", "--consistency-on"])
-    assert train_config(ar_only).consistency_on == () and train_config(ar_only).lam == TrainConfig.lam
+    ar_only = build_parser().parse_args(["train", "--trajectories", "t", "--out", "o", "--ar-only"])
+    assert train_config(ar_only) == TrainConfig(consistency_on=())
+
+
+def test_the_train_command_trains_on_the_first_limit_trajectories(trajectory_file, tmp_path, monkeypatch):
+    from jacobi_min import __main__ as cli
+    seen = []
+    monkeypatch.setattr(cli, "train", lambda model, tokenizer, data, cfg, out, resume: seen.append((data, cfg)))
+    cli.main(["train", "--trajectories", str(trajectory_file), "--out", str(tmp_path / "o"), "--limit", "2", "--lam", "5"])
+    assert seen[0][0] == trajectories.load(trajectory_file)[:2] and seen[0][1].lam == 5.0
 
 
 def test_an_unknown_method_is_a_clear_error(trajectory_file):
