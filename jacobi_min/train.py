@@ -13,7 +13,12 @@ the response (see `packing`), runs ONE forward and minimises λ·L_AR + L_c
   mask); its consistency loss covers the block from the first mismatch on with
   the last position dropped, averaged over those positions (T = 1). CLLM's AR
   loss is λ = 10 with label smoothing ε = 0.1 and lr 2e-5 for one epoch: those
-  are settings (`CLLM` below), not part of the method.
+  are settings (`CLLM` below), not part of the method. Decision: one packed
+  forward ([context][ỹ_j][y*_j], clean-context mask) instead of CLLM's two
+  forwards (the packing test proves them equal), and the mean starts at the
+  first wrong input token: CLLM's also counts the position before it, whose
+  KL is 0 by construction (same prefix), so ours is the same loss over one
+  position fewer.
 - CLLM-style (`cllm-style`), this project's earlier baseline: one example per
   prompt with ONE noisy block (block drawn uniformly), the last position kept,
   under Jacobi Forcing's λ and optimiser settings.
