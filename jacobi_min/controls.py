@@ -43,6 +43,8 @@ ARMS = {  # name -> (training prompts, TrainConfig settings)
     "λ 10, lr 1e-4 (reference)": (1500, REFERENCE),
     "3200 prompts": (3200, REFERENCE),
     "AR only (λ 3, lr 5e-4)": (1500, {**SHIPPED, "consistency_on": ()}),
+    "AR only (λ 10, lr 1e-4)": (1500, {**REFERENCE, "consistency_on": ()}),
+    "AR only, answer-only (λ 10, lr 1e-4)": (1500, {**REFERENCE, "consistency_on": (), "ar_on_prompt": False}),
     "CLLM, 3200 prompts, λ 10": (3200, {**REFERENCE, **CLLM}),
     "λ 10, lr 5e-4": (1500, {"lam": 10.0, "lr": 5e-4}),
     "answer-only AR": (1500, {**REFERENCE, "ar_on_prompt": False}),
@@ -56,12 +58,13 @@ ARMS = {  # name -> (training prompts, TrainConfig settings)
 }
 
 PANELS = {
-    "λ and learning rate": ["shipped recipe (λ 3, lr 5e-4)", "λ 10, lr 5e-4", "λ 10, lr 1e-4 (reference)"],
-    "what the loss covers": ["shipped recipe (λ 3, lr 5e-4)", "AR only (λ 3, lr 5e-4)", "λ 10, lr 1e-4 (reference)",
-                             "answer-only AR", "no short consistency", "random schedule offset"],
-    "training prompts": ["300 prompts", "λ 10, lr 1e-4 (reference)", "3200 prompts"],
-    "the frontier (3200 prompts)": ["3200 prompts, λ 3", "3200 prompts", "3200 prompts, λ 30", "CLLM, 3200 prompts, λ 3",
-                                    "CLLM, 3200 prompts, λ 10", "CLLM, 3200 prompts, λ 30"],
+    "the set-up alone: the same fine-tunes without consistency (AR only)": [
+        "shipped recipe (λ 3, lr 5e-4)", "AR only (λ 3, lr 5e-4)", "λ 10, lr 1e-4 (reference)", "AR only (λ 10, lr 1e-4)",
+        "AR only, answer-only (λ 10, lr 1e-4)"],
+    "one change to the reference (λ 10, lr 1e-4, 1,500 prompts)": [
+        "λ 10, lr 1e-4 (reference)", "λ 10, lr 5e-4", "answer-only AR", "no short consistency", "random schedule offset",
+        "300 prompts", "3200 prompts", "3200 prompts, λ 3", "3200 prompts, λ 30", "CLLM, 3200 prompts, λ 3",
+        "CLLM, 3200 prompts, λ 10", "CLLM, 3200 prompts, λ 30"],
 }
 FRONTIERS = {"Jacobi Forcing": ["3200 prompts, λ 3", "3200 prompts", "3200 prompts, λ 30"],
              "CLLM": ["CLLM, 3200 prompts, λ 3", "CLLM, 3200 prompts, λ 10", "CLLM, 3200 prompts, λ 30"]}

@@ -183,14 +183,16 @@ def training_runs(runs: dict, results: dict):
 
 def control_curves(data: dict):
     """Held-out accuracy (the in-loop mixed problems) against training step, one panel per group of arms."""
-    from .controls import PANELS
-    fig, axes = plt.subplots(1, len(PANELS), figsize=(5 * len(PANELS), 4.2), sharey=True)
+    from .controls import ARMS, PANELS
+    fig, axes = plt.subplots(1, len(PANELS), figsize=(7 * len(PANELS), 4.5), sharey=True)
     base = 100 * data["arms"]["base (no training)"]["log"][0]["accuracy"]
+    colors = dict(zip(ARMS, plt.cm.tab20.colors))  # one colour per arm in every panel
     for ax, (title, names) in zip(axes, PANELS.items()):
         ax.axhline(base, color="grey", lw=1, label="base model")
         for name in (n for n in names if n in data["arms"]):
             evals = [r for r in data["arms"][name]["log"] if "accuracy" in r]
-            ax.plot([r["step"] for r in evals], [100 * r["accuracy"] for r in evals], marker="o", ms=3, label=name)
+            ax.plot([r["step"] for r in evals], [100 * r["accuracy"] for r in evals], marker="o", ms=3,
+                    color=colors[name], label=name)
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("training step")
         ax.legend(fontsize=7, loc="lower left")
@@ -208,10 +210,12 @@ def frontier(data: dict, runs: dict | None):
         ax.axhline(100 * data["arms"]["base (no training)"]["scores"][length]["accuracy"], color="grey", lw=1,
                    label="base model")
         for method, names in FRONTIERS.items():
-            scores = [data["arms"][n]["scores"][length] for n in names if n in data["arms"]]
+            names = [n for n in names if n in data["arms"]]
+            scores = [data["arms"][n]["scores"][length] for n in names]
+            lams = ", ".join(f"{data['arms'][n]['config']['lam']:g}" for n in names)
             color = COLORS["Jacobi Forcing" if method == "Jacobi Forcing" else "CLLM-style"]
             ax.plot([s["tpf"] for s in scores], [100 * s["accuracy"] for s in scores], marker="o", color=color,
-                    label=f"{method} (λ = {', '.join(n.rsplit('λ ', 1)[-1] if 'λ' in n else '10' for n in names)})")
+                    label=f"{method}, {data['steps']} steps (λ = {lams})")
         for label, row in (runs or {"scores": {}})["scores"].items():
             method = "Jacobi Forcing" if label.startswith("Jacobi Forcing") else "CLLM-style"
             ax.scatter(row[length]["tpf"], 100 * row[length]["accuracy"], facecolors="none", edgecolors=COLORS[method])
@@ -220,7 +224,7 @@ def frontier(data: dict, runs: dict | None):
     if runs:
         for method in ("Jacobi Forcing", "CLLM-style"):
             axes[0].scatter([], [], facecolors="none", edgecolors=COLORS[method],
-                            label=f"earlier {method} runs ({runs['problems']} problems)")
+                            label=f"earlier {method} runs, full pipeline ({runs['problems']} problems)")
     axes[0].set_ylabel("accuracy (%)")
     axes[0].legend(fontsize=7, loc="lower left")
     return fig

@@ -245,12 +245,11 @@ def train(model, tokenizer, trajectories: list[dict], cfg: TrainConfig, out_dir:
         start -= log[-1]["seconds"]
     if cfg.method not in METHODS:
         raise ValueError(f"unknown method {cfg.method!r}: choose one of {METHODS}")
-    if not log:
-        log.append({"step": 0, "seconds": 0.0})
-        if rank == 0 and held_out:
-            log[0].update(evaluate(model, tokenizer, held_out, cfg.eval_block_size, progress=progress))
+    if not log and rank == 0 and held_out:
+        log.append({"step": 0, "seconds": 0.0, **evaluate(model, tokenizer, held_out, cfg.eval_block_size, progress=progress)})
+    done = log[-1]["step"] if log else 0
     model.train()
-    for step in (bar := tqdm(range(len(log), cfg.steps + 1), desc=f"train {cfg.method}", initial=len(log) - 1,
+    for step in (bar := tqdm(range(done + 1, cfg.steps + 1), desc=f"train {cfg.method}", initial=done,
                              total=cfg.steps, disable=rank > 0 or not progress)):
         batch = make_batch(groups, cfg, rng, eos, pad_id)
         for group in opt.param_groups:

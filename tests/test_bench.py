@@ -79,7 +79,7 @@ def test_figures_rebuild_from_results_only(tiny_results, tmp_path):
     (tiny_results.parent / "training_runs.json").write_text(json.dumps(training))
     from jacobi_min.controls import ARMS
     curve = [{"step": s, "accuracy": 0.9 - s / 1000, "tpf": 1 + s / 400} for s in (0, 50, 100, 200, 400)]
-    arms = {name: {"log": curve, "scores": score(1.5 + i / 10)} for i, name in enumerate(ARMS)}
+    arms = {name: {"log": curve, "scores": score(1.5 + i / 10), "config": {"lam": 10.0}} for i, name in enumerate(ARMS)}
     controls = {"steps": 400, "eval_problems": 45, "problems": 100, "block_size": 16, "arms": arms}
     (tiny_results.parent / "controls.json").write_text(json.dumps(controls))
     logs = tmp_path / "checkpoints"

@@ -18,6 +18,8 @@ def test_every_arm_is_the_reference_with_its_one_change():
     assert changed["no short consistency"] == {"consistency_on"} and changed["random schedule offset"] == {"random_offset"}
     assert changed["λ 10, lr 5e-4"] == {"lr"} and changed["300 prompts"] == set()
     assert changed["AR only (λ 3, lr 5e-4)"] == {"consistency_on", "lam", "lr"}
+    assert changed["AR only (λ 10, lr 1e-4)"] == {"consistency_on"}
+    assert changed["AR only, answer-only (λ 10, lr 1e-4)"] == {"consistency_on", "ar_on_prompt"}
     assert changed["CLLM, 3200 prompts, λ 10"] == {"method", "label_smoothing"}
     assert controls.arm_config(cfg, "no short consistency").consistency_on == ("medium", "long")
     assert controls.ARMS["300 prompts"][0] == 300
