@@ -236,6 +236,15 @@ def eval_command(args) -> None:
                                         "scores": dict(zip(labels, table))}, indent=1))
 
 
+def controls_command(args) -> None:
+    """Run (or read back) the chosen arms; print each one's accuracy and TPF per bucket."""
+    cfg = controls.ControlsConfig(arms={a: controls.ARMS[a] for a in args.arms}, steps=args.steps,
+                                  problems=args.problems, workers=args.workers, results=args.results)
+    for name, arm in controls.run(cfg, args.work)["arms"].items():
+        print(f"{name:32s} " + "  ".join(f"{length} {s['accuracy']:.0%} / TPF {s['tpf']:.2f}"
+                                         for length, s in arm["scores"].items()))
+
+
 def main(argv=None):
     """Run one command; a bad input (a ValueError or a missing file) ends with its message, not a traceback."""
     args = build_parser().parse_args(argv)
@@ -271,11 +280,7 @@ def run(args) -> None:
         print(pipeline.run(cfg, args.work, args.stage))
         return
     if args.command == "controls":
-        cfg = controls.ControlsConfig(arms={a: controls.ARMS[a] for a in args.arms}, steps=args.steps,
-                                      problems=args.problems, workers=args.workers, results=args.results)
-        for name, arm in controls.run(cfg, args.work)["arms"].items():
-            print(f"{name:32s} " + "  ".join(f"{length} {s['accuracy']:.0%} / TPF {s['tpf']:.2f}"
-                                             for length, s in arm["scores"].items()))
+        controls_command(args)
         return
     if args.command == "recipe":
         summary = recipe.run(replace(recipe.PRESETS[args.preset], base=args.base), args.work, args.results)

@@ -225,6 +225,8 @@ def train(model, tokenizer, trajectories: list[dict], cfg: TrainConfig, out_dir:
     """
     if not trajectories:
         raise ValueError("no trajectories to train on: collect some first (python -m jacobi_min collect)")
+    if cfg.method not in METHODS:
+        raise ValueError(f"unknown method {cfg.method!r}: choose one of {METHODS}")
     rank, world = setup_distributed()
     rng = random.Random(f"{cfg.seed}-{rank}")
     torch.manual_seed(cfg.seed)
@@ -243,8 +245,6 @@ def train(model, tokenizer, trajectories: list[dict], cfg: TrainConfig, out_dir:
         log = state["log"]
         rng.setstate(state["rng"])
         start -= log[-1]["seconds"]
-    if cfg.method not in METHODS:
-        raise ValueError(f"unknown method {cfg.method!r}: choose one of {METHODS}")
     if not log and rank == 0 and held_out:
         log.append({"step": 0, "seconds": 0.0, **evaluate(model, tokenizer, held_out, cfg.eval_block_size, progress=progress)})
     done = log[-1]["step"] if log else 0
