@@ -254,18 +254,7 @@ def train(model, tokenizer, trajectories: list[dict], cfg: TrainConfig, out_dir:
         batch = make_batch(groups, cfg, rng, eos, pad_id)
         for group in opt.param_groups:
             group["lr"] = lr_at(step - 1, cfg.steps, warmup, cfg.lr)
-        device = next(model.parameters()).device
-        with torch.autocast(device.type, dtype=getattr(torch, cfg.autocast or "bfloat16"), enabled=cfg.autocast is not None):
-            logits = net(input_ids=batch["input_ids"].to(device), position_ids=batch["position_ids"].to(device),
-                         attention_mask=batch["attention_mask"].to(device, model.dtype)).logits
-        losses = jacobi_forcing_loss(logits.float(), batch, cfg.lam, cfg.label_smoothing)
-        if not torch.isfinite(losses["loss"]):
-            raise FloatingPointError(f"the loss is {losses['loss'].item()} at step {step}: training diverged "
-                                     f"(try a lower learning rate than {cfg.lr}); nothing was saved")
-        opt.zero_grad(set_to_none=True)
-        losses["loss"].backward()
-        torch.nn.utils.clip_grad_norm_(trainable, 1.0)
-        opt.step()
+        losses = optimise(net, model, batch, opt, trainable, cfg, step)
         row = {"step": step, **{k: round(v.item(), 5) for k, v in losses.items()}, "seconds": round(time.time() - start, 1)}
         if rank == 0 and held_out and evaluates_at(step, cfg):
             row.update(evaluate(model, tokenizer, held_out, cfg.eval_block_size, progress=progress))
@@ -281,6 +270,23 @@ def train(model, tokenizer, trajectories: list[dict], cfg: TrainConfig, out_dir:
     if world > 1:
         dist.destroy_process_group()
     return log
+
+
+def optimise(net, model, batch: dict, opt, trainable: list, cfg: TrainConfig, step: int) -> dict:
+    """One step: the packed forward (in autocast when asked), λ·L_AR + L_c, backward, clip to 1, AdamW."""
+    device = next(model.parameters()).device
+    with torch.autocast(device.type, dtype=getattr(torch, cfg.autocast or "bfloat16"), enabled=cfg.autocast is not None):
+        logits = net(input_ids=batch["input_ids"].to(device), position_ids=batch["position_ids"].to(device),
+                     attention_mask=batch["attention_mask"].to(device, model.dtype)).logits
+    losses = jacobi_forcing_loss(logits.float(), batch, cfg.lam, cfg.label_smoothing)
+    if not torch.isfinite(losses["loss"]):
+        raise FloatingPointError(f"the loss is {losses['loss'].item()} at step {step}: training diverged "
+                                 f"(try a lower learning rate than {cfg.lr}); nothing was saved")
+    opt.zero_grad(set_to_none=True)
+    losses["loss"].backward()
+    torch.nn.utils.clip_grad_norm_(trainable, 1.0)
+    opt.step()
+    return losses
 
 
 def trainable_parameters(model, freeze_embeddings: bool) -> list[torch.nn.Parameter]:
