@@ -8,8 +8,8 @@ from pathlib import Path
 import torch
 
 from . import bench, controls, demo, figures, pipeline, recipe, task, tiny, trajectories
-from .generate import run as run_generate
-from .model import CHECKPOINTS, load
+from .generate import run as run_generate, unseen_words
+from .model import CHECKPOINTS, embedded_names, load
 from .sampling import sampler
 from .train import METHODS, TrainConfig, train
 
@@ -64,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("prompt", nargs="?", help="the prompt; read from stdin when left out")
     model_args(p, default="jacobi-forcing")
     p.add_argument("--chat", action="store_true", help="put the prompt in the tokenizer's chat template")
+    p.add_argument("--raw", action="store_true",
+                   help="the embedded models: decode the text as it is (by default a plain question is put in "
+                        "their format, 'Question: …\\nAnswer:')")
     p.add_argument("--block-size", type=at_least(1), default=16, help="n, tokens per block")
     p.add_argument("--blocks", type=at_least(1), default=1, help="K, blocks in flight (the paper's best: 2)")
     p.add_argument("--pool-size", type=at_least(0), default=0, help="rejection-recycling pool (the paper's: 4)")
@@ -71,7 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top-k", type=at_least(0), default=0, help="0: off")
     p.add_argument("--top-p", type=probability, default=1.0, help="1: off")
     p.add_argument("--seed", type=at_least(0), default=0, help="sampling seed: the noise of position t comes from (seed, t)")
-    p.add_argument("--max-new-tokens", type=at_least(1), default=128)
+    p.add_argument("--max-new-tokens", type=at_least(1), default=task.MAX_ANSWER_TOKENS,
+                   help="the embedded models' longest answers fit the default")
     p.add_argument("--compare", action="store_true", help="decode again with AR (same sampler): tokens, TPF, tokens/s")
     p.add_argument("--no-color", action="store_true", help="do not colour each forward's tokens")
 
@@ -212,11 +216,26 @@ def generate_command(args) -> None:
     model, tokenizer = load(args.model, args.device, dtype_of(args))
     if args.chat and not tokenizer.chat_template:
         sys.exit(f"error: --chat: the tokenizer of {args.model} has no chat template")
-    ids = (tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True,
-                                         return_dict=True) if args.chat else tokenizer(text))["input_ids"]
+    embedded = args.model in embedded_names()
+    if embedded and not args.raw and not args.chat:
+        text = embedded_prompt(text)
+    if args.chat:
+        ids = tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True,
+                                            return_dict=True)["input_ids"]
+    else:
+        ids = tokenizer(text)["input_ids"]
+    if embedded and (unseen := unseen_words(tokenizer, text)):
+        print(f"note: {args.model} never saw {', '.join(map(repr, unseen))} in training (its tokenizer splits "
+              f"{'it' if len(unseen) == 1 else 'them'}); expect a poor answer. Names it knows: "
+              f"{', '.join(task.NAMES[:5])}, …", file=sys.stderr)
     pick = sampler(args.temperature, args.top_k, args.top_p, args.seed)
     run_generate(model, tokenizer, ids, pick, args.block_size, args.blocks, args.pool_size, args.max_new_tokens,
                  color=sys.stdout.isatty() and not args.no_color, compare=args.compare)
+
+
+def embedded_prompt(text: str) -> str:
+    """A plain question in the embedded models' one prompt format; a formatted prompt as it is."""
+    return text if text.lstrip().startswith("Question:") else task.format_prompt(text.strip())
 
 
 def eval_command(args) -> None:

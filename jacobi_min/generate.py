@@ -26,13 +26,22 @@ Limits: batch size 1, no padding, no beam search, no scores / attentions /
 hidden states in the output, no cache handed in or out. Each raises a
 ValueError that says so.
 
-A quirk of transformers 5.23: for a callable `custom_generate`, generate puts
-the prompt into `streamer` itself but hands neither `streamer` nor `tokenizer`
-on. So bind the streamer as well, `custom_generate=partial(jacobi_generate,
-streamer=s)` next to `streamer=s`; and for stop strings pass
-`stopping_criteria=[StopStringCriteria(tokenizer, strings)]`, as
-`stop_strings=` raises there for want of the tokenizer.
+Two ways in, one loop:
+
+- the folder `hub/jacobi-decoding` (`custom_generate="hub/jacobi-decoding",
+  trust_remote_code=True`): generate hands it every argument, so a
+  `streamer` and `stop_strings` with `tokenizer=` work as with generate's own
+  loop. Use it for streaming and stop strings.
+- this callable (`custom_generate=jacobi_generate`): no folder, no remote
+  code, and the arguments above are keywords of this function. generate
+  hands a callable only what it does not know itself: it puts the prompt
+  into `streamer` but drops `streamer` and `tokenizer`, so bind the
+  streamer, `custom_generate=partial(jacobi_generate, streamer=s)` next to
+  `streamer=s`, and for stop strings pass
+  `stopping_criteria=[StopStringCriteria(tokenizer, strings)]` (`stop_strings=`
+  raises there for want of the tokenizer).
 """
+import math
 import time
 from dataclasses import dataclass
 from functools import partial
@@ -40,7 +49,7 @@ from functools import partial
 import torch
 from transformers.generation.utils import GenerateDecoderOnlyOutput
 
-from .jacobi import DecodeResult, greedy_decode, jacobi_decode
+from .jacobi import DecodeResult, eos_ids, greedy_decode, jacobi_decode
 from .multiblock import check_multiblock, multiblock_decode
 from .sampling import Pick
 
@@ -154,6 +163,20 @@ class ChunkPrinter:
         print(self.tokenizer.decode(self.tokens, skip_special_tokens=True)[len(self.shown):], file=self.file)
 
 
+def unseen_words(tokenizer, text: str) -> list[str]:
+    """The words of `text` an embedded model never saw in training, in order, once each.
+
+    Its tokenizer learned every word of the training problems as one token (the
+    merges ran out below the vocabulary cap, tested), so a word it splits into
+    several tokens is one training never showed the model: a name outside the
+    task's list, say.
+    """
+    backend = tokenizer.backend_tokenizer
+    words = [text[a:b].strip() for piece, (a, b) in backend.pre_tokenizer.pre_tokenize_str(text)
+             if len(backend.model.tokenize(piece)) > 1]
+    return list(dict.fromkeys(words))
+
+
 def timed(run_decode, on_chunk=None) -> tuple[DecodeResult, float]:
     """(result, tokens/s) of `run_decode(on_chunk=…)`; the prefill and its token are left out."""
     start = None
@@ -169,8 +192,20 @@ def timed(run_decode, on_chunk=None) -> tuple[DecodeResult, float]:
     return result, (len(result.tokens) - 1) / seconds if seconds > 0 else float("nan")
 
 
-def stats(result: DecodeResult, rate: float) -> str:
-    return f"tokens {len(result.tokens)} · forwards {result.forwards} · TPF {result.tpf:.2f} · {rate:.1f} tokens/s"
+def stats(result: DecodeResult, rate: float, eos: set[int], max_new_tokens: int) -> str:
+    """Tokens, forwards, TPF and tokens/s, in words when no decoding forward ran, and why decoding stopped."""
+    stop = "EOS" if result.tokens and result.tokens[-1] in eos else f"the {max_new_tokens}-token limit"
+    if not result.forwards:
+        return f"tokens {len(result.tokens)} · the answer ended in the prefill ({stop}): no decoding forward, no TPF"
+    line = f"tokens {len(result.tokens)} · forwards {result.forwards} · TPF {result.tpf:.2f} · {rate:.1f} tokens/s"
+    return line if stop == "EOS" else line + f" · cut at {stop} (raise --max-new-tokens)"
+
+
+def speedup(rate: float, ar_rate: float) -> str:
+    """rate / ar_rate, or why there is none (an answer that ended in the prefill has no rate)."""
+    if math.isnan(rate) or math.isnan(ar_rate) or not ar_rate:
+        return "speedup n/a (no decoding forward to time)"
+    return f"speedup {rate / ar_rate:.2f}x"
 
 
 def run(model, tokenizer, prompt: list[int], pick: Pick, block_size: int = 16, blocks: int = 1, pool_size: int = 0,
@@ -180,10 +215,11 @@ def run(model, tokenizer, prompt: list[int], pick: Pick, block_size: int = 16, b
     result, rate = timed(partial(decode, model, prompt, max_new_tokens, block_size, blocks, pool_size=pool_size,
                                  pick=pick), printer)
     printer.end()
-    line = f"Jacobi (n = {block_size}, K = {blocks}, pool {pool_size}): {stats(result, rate)}"
+    eos = eos_ids(model)
+    line = f"Jacobi (n = {block_size}, K = {blocks}, pool {pool_size}): {stats(result, rate, eos, max_new_tokens)}"
     if compare:
         ar, ar_rate = timed(partial(greedy_decode, model, prompt, max_new_tokens, pick=pick))
-        line += (f" | AR: {stats(ar, ar_rate)} | same tokens: {'yes' if ar.tokens == result.tokens else 'NO'}"
-                 f" | speedup {rate / ar_rate if ar_rate else float('nan'):.2f}x")
+        line += (f" | AR: {stats(ar, ar_rate, eos, max_new_tokens)} | same tokens: "
+                 f"{'yes' if ar.tokens == result.tokens else 'NO'} | {speedup(rate, ar_rate)}")
     print(line + " (tokens/s: prefill left out)", file=file)
     return result

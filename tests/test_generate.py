@@ -13,9 +13,9 @@ from transformers import (LogitsProcessorList, Qwen2Config, StoppingCriteriaList
                           TopPLogitsWarper)
 from transformers.generation.streamers import BaseStreamer
 
-from jacobi_min import greedy_decode, jacobi_decode, jacobi_generate, load, multiblock_decode, sampler, task
+from jacobi_min import greedy_decode, jacobi_decode, jacobi_generate, load, multiblock_decode, sampler, task, tiny
 from jacobi_min.__main__ import main
-from jacobi_min.generate import COLORS, JacobiGenerateOutput, run
+from jacobi_min.generate import COLORS, JacobiGenerateOutput, run, unseen_words
 from jacobi_min.model import CHECKPOINTS
 from jacobi_min.sampling import Pick, gumbel
 from jacobi_min.train import prompt_ids
@@ -384,3 +384,52 @@ def test_command_rejects_bad_arguments(bad, capsys):
 def test_command_chat_needs_a_chat_template():
     with pytest.raises(SystemExit, match="chat template"):
         main(["generate", "a prompt", "--model", "base", "--chat"])
+
+
+def command_output(capsys, *args: str) -> tuple[str, str]:
+    """(stdout, stderr) of `python -m jacobi_min generate …`, the clock's readings left out."""
+    main(["generate", *args])
+    captured = capsys.readouterr()
+    return re.sub(r"[\d.]+ tokens/s", "… tokens/s", captured.out), captured.err
+
+
+def test_command_puts_a_plain_question_in_the_embedded_format(capsys):
+    problem = task.problems("test", 1)[0]
+    plain, _ = command_output(capsys, problem.question, "--max-new-tokens", "40")
+    formatted, _ = command_output(capsys, problem.prompt, "--max-new-tokens", "40")
+    raw, _ = command_output(capsys, problem.question, "--max-new-tokens", "40", "--raw")
+    assert plain == formatted and plain.startswith(" ") and raw.split("\n")[0] != plain.split("\n")[0]
+
+
+def test_command_says_why_it_stopped_never_nan(capsys):
+    question = task.problems("test", 1)[0].question
+    cut, _ = command_output(capsys, question, "--max-new-tokens", "20", "--compare")
+    assert cut.count("cut at the 20-token limit (raise --max-new-tokens)") == 2  # Jacobi's and AR's
+    prefill, _ = command_output(capsys, question, "--max-new-tokens", "1", "--compare")
+    assert "tokens 1 · the answer ended in the prefill (the 1-token limit): no decoding forward" in prefill
+    assert "speedup n/a" in prefill and "nan" not in prefill + cut
+
+
+def test_an_answer_that_is_eos_ends_in_the_prefill(capsys):
+    _, tokenizer = embedded("base")
+    first = greedy_decode(random_model(eos=()), PROMPTS[0], 1).tokens[0]
+    run(random_model(eos=first), tokenizer, PROMPTS[0], Pick(), max_new_tokens=30, compare=True)
+    out = capsys.readouterr().out
+    assert "tokens 1 · the answer ended in the prefill (EOS): no decoding forward, no TPF" in out and "nan" not in out
+
+
+def test_the_embedded_tokenizer_knows_every_training_word():
+    """Every word of the training problems is one token (the merges ran out below the vocabulary cap), which
+    is what `unseen_words` relies on; a name outside the task's list is split, so it is named."""
+    _, tokenizer = embedded("base")
+    assert len(tokenizer) < tiny.BaseConfig.vocab_size
+    for p in task.problems("train", 200):
+        assert unseen_words(tokenizer, p.prompt + p.completion) == []
+    question = task.format_prompt("Xerxes has 5 apples. Xerxes gives 2 apples to Zebulon. How many apples does Xerxes have?")
+    assert unseen_words(tokenizer, question) == ["Xerxes", "Zebulon"]
+
+
+def test_command_names_the_words_the_model_never_saw(capsys):
+    _, note = command_output(capsys, "Xerxes has 5 apples. Xerxes gives 2 apples to Mia. How many apples does "
+                                     "Xerxes have now?", "--max-new-tokens", "8")
+    assert "never saw 'Xerxes' in training" in note and "Mia'" not in note
