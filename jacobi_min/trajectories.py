@@ -53,7 +53,17 @@ def save(path: Path, trajectories: list[dict]) -> None:
 
 
 def load(path: Path) -> list[dict]:
-    return [json.loads(line) for line in Path(path).read_text().splitlines()]
+    """The trajectories of a JSON-lines file; a malformed line is a ValueError naming the file and the line."""
+    out = []
+    for number, line in enumerate(Path(path).read_text().splitlines(), start=1):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}, line {number}: not a JSON trajectory ({err.msg} at column {err.colno})") from err
+        if not isinstance(record, dict) or not {"prompt", "blocks"} <= record.keys():
+            raise ValueError(f"{path}, line {number}: a trajectory needs 'prompt' and 'blocks'")
+        out.append(record)
+    return out
 
 
 def first_mismatch(state: list[int], fixed_point: list[int]) -> int:

@@ -1,4 +1,5 @@
-"""Noise levels, schedules and state selection on hand-made trajectories; collection round trip."""
+"""Noise levels, schedules and state selection on hand-made trajectories; collection (greedy fixed points, any
+number of workers), the file round trip and its errors."""
 import random
 
 import pytest
@@ -6,7 +7,7 @@ import pytest
 from jacobi_min import trajectories
 from jacobi_min.train import TrainConfig, noisy_blocks
 from jacobi_min.trajectories import first_mismatch, noise_level, pick_state, schedule
-from tests.conftest import tiny_model
+from tests.conftest import generate_greedy, tiny_model
 
 FIXED = [1, 2, 3, 4]
 STATES = [[1, 9, 9, 9], [1, 2, 9, 9], [1, 2, 3, 9], FIXED]  # noise 0.75, 0.5, 0.25, 0
@@ -61,14 +62,25 @@ def test_noisy_blocks_follow_the_method():
         assert len(cllm) == 4 and len(noisy) == 1 and noisy[0] in STATES[:-1]
 
 
-def test_collect_save_load_round_trip(tmp_path):
+def test_collect_records_greedy_fixed_points_the_same_in_workers(tmp_path):
     model = tiny_model(vocab=40, eos=[])
-    data = trajectories.collect(model, [[5, 6, 7], [8, 9]], block_size=4, max_new_tokens=10, desc="test")
+    prompts = [[5, 6, 7], [8, 9], [3], [7, 7, 2, 9]]
+    data = trajectories.collect(model, prompts, block_size=4, max_new_tokens=10, desc="test")
     # 10 tokens at n = 4: blocks of 4, 4, 1 (budget) and the final bonus token
-    assert [[len(states[-1]) for states in t["blocks"]] for t in data] == [[4, 4, 1, 1]] * 2
-    for t in data:
-        for states in t["blocks"]:
-            assert noise_level(states[-1], states[-1]) == 0.0
+    assert [[len(states[-1]) for states in t["blocks"]] for t in data] == [[4, 4, 1, 1]] * 4
+    for prompt, t in zip(prompts, data):
+        assert t["prompt"] == prompt
+        assert [token for states in t["blocks"] for token in states[-1]] == generate_greedy(model, prompt, 10)
+    assert trajectories.collect(model, prompts, 4, 10, desc="test", workers=2) == data
     path = tmp_path / "traj.jsonl"
     trajectories.save(path, data)
     assert trajectories.load(path) == data
+
+
+@pytest.mark.parametrize("bad, message", [('{"prompt": [1], "blocks": [[[2, 3]]', "line 2: not a JSON trajectory"),
+                                          ('{"prompt": [1]}', "line 2: a trajectory needs 'prompt' and 'blocks'")])
+def test_a_malformed_trajectory_line_is_named(tmp_path, bad, message):
+    path = tmp_path / "traj.jsonl"
+    path.write_text('{"prompt": [1], "blocks": [[[2, 3], [2, 3]]]}\n' + bad + "\n")
+    with pytest.raises(ValueError, match=f"traj.jsonl, {message}"):
+        trajectories.load(path)
