@@ -335,6 +335,26 @@ def test_ar_sampler_frequencies_match_the_softmax():
     assert chi_square(counts, torch.softmax(logits, -1)) > 20.515 * 10  # the untempered softmax is rejected
 
 
+
+def test_top_p_samples_the_hand_computed_nucleus():
+    """p = (0.5, 0.2, 0.15, 0.1, 0.05), top_p = 0.75: the nucleus is the smallest top set holding 0.75 of the mass,
+    {0, 1, 2} (0.5 + 0.2 = 0.7 falls short); every token sampled is in it, and each of the three is sampled."""
+    model = FixedLogits(torch.tensor([0.5, 0.2, 0.15, 0.1, 0.05]).log())
+    drawn = {greedy_decode(model, [1], 1, pick=sampler(top_p=0.75, seed=seed)).tokens[0] for seed in range(300)}
+    assert drawn == {0, 1, 2}
+
+
+@pytest.mark.parametrize("settings", [dict(top_k=1), dict(top_p=1e-9), dict(temperature=1.5, top_k=1)])
+def test_a_one_token_nucleus_is_greedy(settings):
+    """top_k = 1, or top_p close to 0, leaves only the argmax: every seed gives the greedy tokens."""
+    model = random_model(eos=())
+    greedy = greedy_decode(model, PROMPTS[0], 20).tokens
+    for seed in range(2):
+        pick = sampler(seed=seed, **settings)
+        assert greedy_decode(model, PROMPTS[0], 20, pick=pick).tokens == greedy
+        assert jacobi_decode(model, PROMPTS[0], 8, 20, pick=pick).tokens == greedy
+
+
 # The `python -m jacobi_min generate` command
 
 def test_command_streams_the_text_then_the_statistics(capsys):

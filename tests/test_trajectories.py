@@ -53,9 +53,14 @@ def test_progressive_levels_are_block_index_mod_w_on_a_long_trajectory():
 def test_noisy_blocks_follow_the_method():
     trajectory = {"prompt": [5], "blocks": [STATES, STATES, STATES, STATES]}
     picked = [0.0, 0.25, 0.75, 0.75]  # W = 0, 1/3, 2/3, 1 picks the states of these noise levels
-    offset = [noise_level(s, FIXED) for s in noisy_blocks(trajectory, TrainConfig(window=4, random_offset=True),
-                                                              random.Random(3))]
-    assert any(offset == [picked[(o + j) % 4] for j in range(4)] for o in range(4))
+    offsets = set()  # random_offset: the schedule rotated by an offset drawn per example, every offset in turn
+    for seed in range(40):
+        levels = [noise_level(s, FIXED) for s in noisy_blocks(trajectory, TrainConfig(window=4, random_offset=True),
+                                                              random.Random(seed))]
+        rotations = [o for o in range(4) if levels == [picked[(o + j) % 4] for j in range(4)]]
+        assert len(rotations) == 1
+        offsets.add(rotations[0])
+    assert offsets == {0, 1, 2, 3}
     for seed in range(20):  # CLLM-style: one block noisy, in one of its intermediate states; the others only clean
         cllm = noisy_blocks(trajectory, TrainConfig(method="cllm-style"), random.Random(seed))
         noisy = [s for s in cllm if s is not None]
