@@ -14,6 +14,7 @@ import torch
 
 import jacobi_min
 from jacobi_min import pipeline, task, trajectories
+from jacobi_min import train as train_module
 from jacobi_min.packing import collate, pack
 from jacobi_min.train import TrainConfig, draw_examples, evaluates_at, make_batch, noisy_blocks, repetition, save_checkpoint, train
 from tests.conftest import generate_greedy
@@ -294,3 +295,17 @@ def test_an_unknown_method_is_a_clear_error(trajectory_file):
     model, tokenizer = jacobi_min.load()
     with pytest.raises(ValueError, match="unknown method"):
         train(model, tokenizer, trajectories.load(trajectory_file), TrainConfig(method="clm", steps=1, eval_problems=0))
+
+
+@pytest.mark.parametrize("method, mask", [("jacobi-forcing", "noisy"), ("cllm", "clean"), ("cllm-style", "clean")])
+def test_each_method_packs_with_its_own_mask(method, mask, monkeypatch):
+    """Jacobi Forcing's noisy blocks see the earlier noisy blocks (noisy-context mask); CLLM's see the clean ones."""
+    masks = []
+
+    def spy(packed, pad_id, mask):
+        masks.append(mask)
+        return collate(packed, pad_id, mask=mask)
+
+    monkeypatch.setattr(train_module, "collate", spy)
+    make_batch([[hand_made(3, 4)]], TrainConfig(method=method, batch_size=2), random.Random(0), eos=set(), pad_id=0)
+    assert masks == [mask]
