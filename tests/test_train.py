@@ -94,9 +94,10 @@ def test_save_checkpoint_writes_half_precision_and_leaves_the_model_as_it_was(tm
     assert json.loads((tmp_path / "train_config.json").read_text())["config"]["lam"] == TrainConfig().lam
 
 
-def test_pipeline_runs_end_to_end_on_a_few_prompts_and_resumes(tmp_path):
+def test_pipeline_runs_end_to_end_on_a_few_prompts_and_resumes(tmp_path, monkeypatch):
     """Both rounds, the CLLM-style baseline under the same two-phase schedule, and the ablation;
-    a rerun after an interruption resumes after the finished stages and ends with the same weights."""
+    a rerun after an interruption resumes after the finished stages (it collects nothing and leaves
+    their files untouched) and ends with the same weights."""
     tiny = TrainConfig(steps=3, batch_size=2, eval_every=10**9, eval_problems=2)
     cfg = pipeline.PipelineConfig(train_prompts=4, max_new_tokens=64, round1=replace(tiny, lr=5e-4),
                                   round2=replace(tiny, lr=2e-4, lam=20.0), ablation={"progressive": {}, "λ = 2": {"lam": 2.0}},
@@ -105,7 +106,10 @@ def test_pipeline_runs_end_to_end_on_a_few_prompts_and_resumes(tmp_path):
     first = pipeline.run(cfg, tmp_path / "work", stage="jacobi-forcing")  # "interrupted" after round 2
     weights = jacobi_min.load(cfg.out / "jacobi-forcing")[0].state_dict()
     (tmp_path / "work" / "round2.jsonl").write_text("")  # a finished stage is read back, not redone
+    finished = {p: p.stat().st_mtime_ns for p in (tmp_path / "work").iterdir()}
+    monkeypatch.setattr(pipeline, "collect", lambda *args: pytest.fail("a finished collection ran again"))
     times = pipeline.run(cfg, tmp_path / "work")
+    assert all(p.stat().st_mtime_ns == mtime for p, mtime in finished.items())
     assert set(times) == {"round1", "train_round1", "round2", "train_round2", "cllm_phase1", "cllm_phase2", "ablation"}
     assert list(first) == ["round1", "round2", "train_round1", "train_round2"]  # no ablation in that stage
     assert all(times[k] == v for k, v in first.items())
