@@ -153,3 +153,23 @@ def test_eval_command_scores_each_model_on_each_bucket_as_evaluate_does(tmp_path
     with pytest.raises(SystemExit, match="each model needs a label of its own"):
         main(["eval", "--models", "base", "base", "--problems", "1"])
     assert bench.scores(["base", "base"], ["short"], 2, workers=1) == [{"short": saved["scores"]["AR model"]["short"]}] * 2
+
+
+def test_predicted_speedup_by_hand_with_extrapolation():
+    """L(1) = 1, L(2) = 1.5, L(4) = 2 ms: slope (2 - 1) / (4 - 1) = 1/3 per token beyond k = 4, so L(7) = 3.
+    Forwards fed 4, 2 and 7 tokens for 9 tokens: speedup = 9 · L(1) / (2 + 1.5 + 3) = 9 / 6.5."""
+    ks, latency = [1, 2, 4], [1.0, 1.5, 2.0]
+    assert bench.predicted_speedup([4, 2, 7], 9, latency, ks) == pytest.approx(9 / 6.5)
+    assert bench.predicted_speedup([1] * 5, 5, latency, ks) == pytest.approx(1.0)  # AR: one token a forward
+
+
+def test_summarise_by_hand():
+    """Two chunks (tokens, seconds without prefill, seconds with): the method's tokens/s over AR's, per chunk."""
+    ar = {"chunks": [[10, 1.0, 2.0], [10, 2.0, 3.0]]}
+    row = {"method": "m", "model": "x", "n": 4, "chunks": [[10, 0.5, 1.5], [10, 0.5, 1.0]], "tokens": 20,
+           "forwards": 8, "correct": 3, "problems": 4, "fed": [], "identical": 4, "hist": {"2": 1}}
+    s = bench.summarise(row, ar, [1.0], [1])
+    assert (s["tpf"], s["accuracy"], s["predicted_speedup"]) == (2.5, 0.75, None)
+    assert s["speedup_range"] == pytest.approx([2.0, 4.0]) and s["speedup_median"] == pytest.approx(3.0)
+    assert s["speedup_with_prefill_range"] == pytest.approx([4 / 3, 3.0])
+    assert s["tps_range"] == pytest.approx([20.0, 20.0])
