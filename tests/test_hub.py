@@ -123,8 +123,12 @@ def python_in(folder: Path, code: str, path: Path | None = None) -> str:
 
 
 def test_package_imports_from_another_folder(tmp_path):
-    """The README's install puts the package on the path (requirements.txt installs it, editable)."""
+    """The README's install puts the package on the path (requirements.txt installs it, editable): the import
+    and the commands work from any folder."""
     assert "jacobi_generate" in python_in(tmp_path, "import jacobi_min; print(jacobi_min.__all__)")
+    commands = subprocess.run([sys.executable, "-m", "jacobi_min", "--help"], cwd=tmp_path, capture_output=True,
+                              text=True, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert commands.returncode == 0 and "generate" in commands.stdout
 
 
 def test_wheel_carries_the_embedded_checkpoints(tmp_path):
