@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from transformers import Qwen2Config
 
 from jacobi_min.jacobi import jacobi_decode
-from jacobi_min.multiblock import multiblock_decode, recycled_rows
+from jacobi_min.multiblock import Block, multiblock_decode, recycled_rows, update_pseudo
 from tests.conftest import generate_greedy, tiny_model
 
 PROMPT = [5, 9, 12, 7, 30, 5, 9]  # on tiny_model(vocab=64): EOS 3 comes 17th, 36 first comes 14th
@@ -178,3 +178,15 @@ def test_bad_parameters_raise(kwargs, message):
     args = dict(input_ids=PROMPT) | kwargs
     with pytest.raises(ValueError, match=message):
         multiblock_decode(model(), **args)
+
+
+def test_update_pseudo_by_hand():
+    """Two pseudo blocks from offset 5 of a row whose argmax is g: each takes g at the position before each of its
+    tokens. With freeze, a block keeps the tokens that agreed last time (all but its first: 11, 12), the rest update."""
+    pseudo = [Block([10, 11, 12, 13], accepted=3), Block([20, 21], accepted=0)]
+    g = [0, 1, 2, 3, 50, 51, 52, 53, 60, 61]
+    assert update_pseudo(pseudo, g, 5) == [Block([50, 51, 52, 53], 0), Block([60, 61], 0)]
+    assert update_pseudo(pseudo, g, 5, freeze=True) == [Block([50, 11, 12, 53], 0), Block([60, 61], 0)]
+    agreeing = [0, 1, 2, 3, 10, 11, 99, 13, 20, 21]
+    assert update_pseudo(pseudo, agreeing, 5) == [Block([10, 11, 99, 13], 2), Block([20, 21], 2)]
+    assert update_pseudo(pseudo, agreeing, 5, freeze=True) == [Block([10, 11, 12, 13], 4), Block([20, 21], 2)]
