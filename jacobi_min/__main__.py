@@ -51,9 +51,19 @@ def probability(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """Every command and its arguments; the epilog lists every command's usage."""
     parser = argparse.ArgumentParser(prog="python -m jacobi_min", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
+    for add in (decoding_commands, training_commands, pipeline_commands, measuring_commands):
+        add(commands)
+    parser.epilog = "arguments of every command:\n" + "".join(
+        "  " + sub.format_usage().replace("usage: ", "") for sub in commands.choices.values())
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    return parser
 
+
+def decoding_commands(commands) -> None:
+    """demo and generate: decoding the embedded models (or any model)."""
     p = commands.add_parser("demo", help="AR vs Jacobi on held-out problems: identical output, TPF, speedup (~15 s)")
     p.add_argument("--models", nargs="+", default=["base", "jacobi-forcing"], help="embedded names, directories or hub ids")
     device_args(p)
@@ -79,6 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--compare", action="store_true", help="decode again with AR (same sampler): tokens, TPF, tokens/s")
     p.add_argument("--no-color", action="store_true", help="do not colour each forward's tokens")
 
+
+def training_commands(commands) -> None:
+    """train-base, collect and train: building the embedded models step by step."""
     p = commands.add_parser("train-base", help="train the embedded tiny Qwen2 and its tokenizer (~45 min on 2 cores)")
     p.add_argument("--out", type=Path, default=Path("runs/base"),
                    help="resumes from OUT/resume.pt when present; jacobi_min/checkpoints/base rebuilds the shipped model")
@@ -117,6 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="continue an interrupted run from its snapshot OUT.resume.pt (written every 200 steps)")
     p.add_argument("--out", type=Path, required=True)
 
+
+def pipeline_commands(commands) -> None:
+    """eval and pipeline: scoring models, and building them all in one command."""
     p = commands.add_parser("eval", help="held-out accuracy, TPF of greedy Jacobi and repetition of models, per length bucket")
     p.add_argument("--models", "--model", nargs="+", default=["base"],
                    help="embedded names (base, jacobi-forcing, cllm) or checkpoint directories")
@@ -146,6 +162,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seed of the training batches and noisy states (the trajectories stay the same)")
     p.add_argument("--lam", type=at_least(0.0, float), default=None,
                    help=f"λ, the AR loss weight of every training stage (default {pipeline.PipelineConfig().round1.lam})")
+
+
+def measuring_commands(commands) -> None:
+    """controls, recipe, bench, sweep, exactness, cost-model and figures: the measurements."""
     p = commands.add_parser("controls", help="short fine-tunes that each change one setting of the recipe: held-out "
                                              "accuracy during training and per bucket after (~90 min on 2 cores)")
     p.add_argument("--work", type=Path, default=Path("runs/controls"), help="trajectories and finished arms; a rerun resumes")
@@ -196,10 +216,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, required=True, help="JSON file")
 
     commands.add_parser("figures", help="rebuild every PNG in figures/ from the results files (seconds)")
-    parser.epilog = "arguments of every command:\n" + "".join(
-        "  " + sub.format_usage().replace("usage: ", "") for sub in commands.choices.values())
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    return parser
 
 
 def train_config(args) -> TrainConfig:
@@ -273,75 +289,93 @@ def main(argv=None):
         sys.exit(f"error: {err}")
 
 
+def train_base_command(args) -> None:
+    print(tiny.train_base(args.out, replace(tiny.BaseConfig(), steps=args.steps)))
+
+
+def bench_command(args) -> None:
+    cfg = bench.BenchConfig(problems=args.problems, lengths=args.lengths, block_sizes=args.block_sizes,
+                            workers=args.workers, device=args.device, dtype=str(dtype_of(args)).removeprefix("torch."))
+    print(bench.format_table(bench.run(cfg, args.out)))
+
+
+def sweep_command(args) -> None:
+    for row in bench.sweep(bench.SweepConfig(model=args.model, problems=args.problems, length=args.length)):
+        print(row)
+
+
+def figures_command(args) -> None:
+    print("\n".join(str(p) for p in figures.build()))
+
+
+def pipeline_command(args) -> None:
+    cfg = pipeline.with_training(pipeline.PipelineConfig(base=args.base, device=args.device, out=args.out,
+                                                         train_prompts=args.train_prompts, workers=args.workers),
+                                 args.train_seed, args.lam)
+    print(pipeline.run(cfg, args.work, args.stage))
+
+
+def recipe_command(args) -> None:
+    """The real-Qwen recipe; prints TPF, speedup and accuracy before and after."""
+    summary = recipe.run(replace(recipe.PRESETS[args.preset], base=args.base), args.work, args.results)
+    for name in summary["before"]["methods"]:
+        before, after = summary["before"]["methods"][name], summary["after"]["methods"][name]
+        print(f"{name:16s} TPF {before['tpf']:.2f} -> {after['tpf']:.2f}, "
+              f"speedup {before['speedup']:.2f}x -> {after['speedup']:.2f}x")
+    print(f"accuracy {summary['before']['accuracy']:.1%} -> {summary['after']['accuracy']:.1%}")
+
+
+def demo_command(args) -> None:
+    for name in args.models:
+        demo.run(*load(name, args.device, dtype_of(args)), name, args.problems, args.block_size)
+        print()
+
+
+def exactness_command(args, model, tokenizer) -> None:
+    """Every decoder against generate on real GSM8K + HumanEval prompts; the report goes to --out."""
+    from . import exactness, realtasks
+    ids = realtasks.prompts(tokenizer, args.prompts // 2, args.prompts - args.prompts // 2)
+    report = exactness.exactness(model, tokenizer, ids, args.block_sizes, args.max_new_tokens,
+                                 args.multiblock_sizes, args.recycling_sizes, lookup_tokens=args.prompt_lookup)
+    report["meta"] = {"model": args.model, "dtype": str(model.dtype), "max_new_tokens": args.max_new_tokens,
+                      "threads": torch.get_num_threads()}
+    args.out.write_text(json.dumps(report, indent=1))
+    print({name: f"{row['exact']}/{row['total']} exact" for name, row in report["methods"].items()})
+
+
+def cost_model_command(args, model, tokenizer) -> None:
+    latency = bench.cost_model(model, args.ks, context=args.context)
+    costs = {"k": args.ks, "latency_s": latency, "context": args.context,
+             "meta": {"model": args.model, "dtype": str(model.dtype), "threads": torch.get_num_threads()}}
+    args.out.write_text(json.dumps(costs, indent=1))
+    print({k: f"L(k)/L(1) = {t / latency[0]:.2f}" for k, t in zip(args.ks, latency)})
+
+
+def collect_command(args, model, tokenizer) -> None:
+    ids = pipeline.prompts(tokenizer, args.prompts, seed=0)
+    trajectories.save(args.out, trajectories.collect(model, ids, args.block_size, args.max_new_tokens))
+
+
+def train_command(args, model, tokenizer) -> None:
+    cfg = train_config(args)
+    resume = args.out.with_name(args.out.name + ".resume.pt")
+    if resume.exists() and not args.resume:
+        sys.exit(f"{resume} holds an interrupted run: add --resume to continue it, or delete it to start over")
+    train(model, tokenizer, trajectories.load(args.trajectories)[:args.limit], cfg, args.out, resume=resume)
+
+
+COMMANDS = {"train-base": train_base_command, "bench": bench_command, "sweep": sweep_command, "eval": eval_command,
+            "figures": figures_command, "pipeline": pipeline_command, "controls": controls_command,
+            "recipe": recipe_command, "generate": generate_command, "demo": demo_command}
+MODEL_COMMANDS = {"exactness": exactness_command, "cost-model": cost_model_command, "collect": collect_command,
+                  "train": train_command}  # these get the loaded --model as well
+
+
 def run(args) -> None:
-    if args.command == "train-base":
-        print(tiny.train_base(args.out, replace(tiny.BaseConfig(), steps=args.steps)))
-        return
-    if args.command == "bench":
-        cfg = bench.BenchConfig(problems=args.problems, lengths=args.lengths, block_sizes=args.block_sizes,
-                                workers=args.workers, device=args.device, dtype=str(dtype_of(args)).removeprefix("torch."))
-        print(bench.format_table(bench.run(cfg, args.out)))
-        return
-    if args.command == "sweep":
-        for row in bench.sweep(bench.SweepConfig(model=args.model, problems=args.problems, length=args.length)):
-            print(row)
-        return
-    if args.command == "eval":
-        eval_command(args)
-        return
-    if args.command == "figures":
-        print("\n".join(str(p) for p in figures.build()))
-        return
-    if args.command == "pipeline":
-        cfg = pipeline.with_training(pipeline.PipelineConfig(base=args.base, device=args.device, out=args.out,
-                                                             train_prompts=args.train_prompts, workers=args.workers),
-                                     args.train_seed, args.lam)
-        print(pipeline.run(cfg, args.work, args.stage))
-        return
-    if args.command == "controls":
-        controls_command(args)
-        return
-    if args.command == "recipe":
-        summary = recipe.run(replace(recipe.PRESETS[args.preset], base=args.base), args.work, args.results)
-        for name in summary["before"]["methods"]:
-            before, after = summary["before"]["methods"][name], summary["after"]["methods"][name]
-            print(f"{name:16s} TPF {before['tpf']:.2f} -> {after['tpf']:.2f}, "
-                  f"speedup {before['speedup']:.2f}x -> {after['speedup']:.2f}x")
-        print(f"accuracy {summary['before']['accuracy']:.1%} -> {summary['after']['accuracy']:.1%}")
-        return
-    if args.command == "generate":
-        generate_command(args)
-        return
-    if args.command == "demo":
-        for name in args.models:
-            demo.run(*load(name, args.device, dtype_of(args)), name, args.problems, args.block_size)
-            print()
-        return
-    model, tokenizer = load(args.model, args.device, dtype_of(args))
-    if args.command == "exactness":
-        from . import exactness, realtasks
-        ids = realtasks.prompts(tokenizer, args.prompts // 2, args.prompts - args.prompts // 2)
-        report = exactness.exactness(model, tokenizer, ids, args.block_sizes, args.max_new_tokens,
-                                     args.multiblock_sizes, args.recycling_sizes, lookup_tokens=args.prompt_lookup)
-        report["meta"] = {"model": args.model, "dtype": str(model.dtype), "max_new_tokens": args.max_new_tokens,
-                          "threads": torch.get_num_threads()}
-        args.out.write_text(json.dumps(report, indent=1))
-        print({name: f"{row['exact']}/{row['total']} exact" for name, row in report["methods"].items()})
-    elif args.command == "cost-model":
-        latency = bench.cost_model(model, args.ks, context=args.context)
-        costs = {"k": args.ks, "latency_s": latency, "context": args.context,
-                 "meta": {"model": args.model, "dtype": str(model.dtype), "threads": torch.get_num_threads()}}
-        args.out.write_text(json.dumps(costs, indent=1))
-        print({k: f"L(k)/L(1) = {t / latency[0]:.2f}" for k, t in zip(args.ks, latency)})
-    elif args.command == "collect":
-        ids = pipeline.prompts(tokenizer, args.prompts, seed=0)
-        trajectories.save(args.out, trajectories.collect(model, ids, args.block_size, args.max_new_tokens))
-    elif args.command == "train":
-        cfg = train_config(args)
-        resume = args.out.with_name(args.out.name + ".resume.pt")
-        if resume.exists() and not args.resume:
-            sys.exit(f"{resume} holds an interrupted run: add --resume to continue it, or delete it to start over")
-        train(model, tokenizer, trajectories.load(args.trajectories)[:args.limit], cfg, args.out, resume=resume)
+    if args.command in MODEL_COMMANDS:
+        MODEL_COMMANDS[args.command](args, *load(args.model, args.device, dtype_of(args)))
+    else:
+        COMMANDS[args.command](args)
 
 
 if __name__ == "__main__":

@@ -53,6 +53,7 @@ import math
 import numbers
 from collections import deque
 from dataclasses import dataclass, field
+from functools import partial
 
 import torch
 
@@ -85,6 +86,14 @@ class MultiBlockResult(DecodeResult):
     recycled: list[int] = field(default_factory=list)  # per forward: committed tokens from a recycled candidate
     promoted: list[int] = field(default_factory=list)  # per forward: committed tokens from a promoted pseudo block
     steps: list[Step] | None = None  # with record=True
+
+    def add_forward(self, kept: int, fed: int, recycled: bool, promoted: bool, drafted: int) -> None:
+        """One forward's counts: `kept` tokens committed, `drafted` of them from the kept row's draft, which came
+        from a recycled candidate or a promoted pseudo block (or neither)."""
+        self.accepted.append(kept)
+        self.fed.append(fed)
+        self.recycled.append(drafted if recycled else 0)
+        self.promoted.append(drafted if promoted else 0)
 
 
 def check_multiblock(blocks, spawn_ratio, pool_size) -> None:
@@ -193,10 +202,7 @@ def multiblock_decode(model, input_ids, block_size: int = 16, max_new_tokens: in
         out.tokens += new[:kept]
         if on_chunk:
             on_chunk(new[:kept])
-        out.accepted.append(kept)
-        out.fed.append(len(rows) * (m + len(tail)))
-        out.recycled.append(min(acc - 1, kept) if b > 0 else 0)
-        out.promoted.append(min(acc - 1, kept) if carried else 0)
+        out.add_forward(kept, len(rows) * (m + len(tail)), recycled=b > 0, promoted=carried, drafted=min(acc - 1, kept))
         # 4. Jacobi update of the pseudo blocks, read from the kept row
         fed_pseudo, pseudo = pseudo, update_pseudo(pseudo, g, m, freeze=official)
         if record:
@@ -204,28 +210,42 @@ def multiblock_decode(model, input_ids, block_size: int = 16, max_new_tokens: in
                                   kept, out.recycled[-1], out.promoted[-1]))
         if stop:
             return out
-        # 5. the next RA draft: the shrunk window after a rejection, else a promoted or a fresh block
-        carried = False
-        if official and acc == m:
-            pool.clear()  # the official pool serves one block
-        if acc < m:
-            ra = Block([g[acc - 1]] + g[acc:m - 1], ra.accepted + acc)
-            # 6. rejection recycling: pool this iteration's sequences; entries holding g[acc-1] give extra rows
-            for seq in (draft + tail, g[acc - 1:]):
-                if seq not in pool:
-                    pool.append(seq)
-            rows = [ra.tokens] + recycled_rows(pool, ra.tokens)
-        elif pseudo:
-            # Decision: the promoted block keeps its draft (the original restarts from random tokens).
-            # Its Jacobi update already put RA's bonus g[m-1] first; all its tokens are re-verified.
-            ra, pseudo, carried = Block(pseudo[0].tokens, accepted=1), pseudo[1:], True
-            rows = [ra.tokens]
-        else:
-            ra = fresh_block(prompt, out.tokens, block_size, max_new_tokens, gen)
-            rows = [ra.tokens]
-        # 7. spawn a pseudo block after the newest one once that one is mostly accepted
-        newest = pseudo[-1] if pseudo else ra
-        room = max_new_tokens - len(out.tokens) - len(ra.tokens) - sum(len(p.tokens) for p in pseudo)
-        if 1 + len(pseudo) < blocks and newest.accepted >= math.ceil(spawn_ratio * block_size) and room > 0:
-            size = min(block_size, room)
-            pseudo.append(Block([g[-1]] + initial_draft(prompt + out.tokens, size - 1, gen), accepted=0))
+        # 5-6. the next RA draft (and its recycled rows), then 7. perhaps a new pseudo block
+        ra, pseudo, rows, carried = next_draft(ra, pseudo, pool, draft + tail, g, acc, m, official,
+                                               partial(fresh_block, prompt, out.tokens, block_size, max_new_tokens, gen))
+        spawn(pseudo, ra, g[-1], (prompt, out.tokens), blocks, math.ceil(spawn_ratio * block_size),
+              max_new_tokens - len(out.tokens), block_size, gen)
+
+
+def next_draft(ra: Block, pseudo: list[Block], pool: deque, fed: list[int], g: list[int], acc: int, m: int,
+               official: bool, fresh) -> tuple[Block, list[Block], list[list[int]], bool]:
+    """5. RA's next draft: the shrunk window after a rejection, else the first pseudo block promoted, else
+    `fresh()`; 6. after a rejection, rejection recycling adds the pool's rows that start with the correction.
+    Returns (RA, pseudo blocks, RA's draft rows, whether RA was drafted while pseudo-active)."""
+    if official and acc == m:
+        pool.clear()  # the official pool serves one block
+    if acc < m:
+        ra = Block([g[acc - 1]] + g[acc:m - 1], ra.accepted + acc)
+        for seq in (fed, g[acc - 1:]):  # this iteration's sequences; entries holding g[acc-1] give extra rows
+            if seq not in pool:
+                pool.append(seq)
+        return ra, pseudo, [ra.tokens] + recycled_rows(pool, ra.tokens), False
+    if pseudo:
+        # Decision: the promoted block keeps its draft (the original restarts from random tokens).
+        # Its Jacobi update already put RA's bonus g[m-1] first; all its tokens are re-verified.
+        ra = Block(pseudo[0].tokens, accepted=1)
+        return ra, pseudo[1:], [ra.tokens], True
+    ra = fresh()
+    return ra, pseudo, [ra.tokens], False
+
+
+def spawn(pseudo: list[Block], ra: Block, first: int, sequence: tuple[list[int], list[int]], blocks: int, needed: int,
+          budget: int, block_size: int, gen) -> None:
+    """7. A new pseudo block after the newest one once that one has `needed` tokens accepted, while fewer than
+    `blocks` are in flight and the budget has room: `first` (the last argmax) then a random draft seeded by
+    `sequence` (prompt, output so far)."""
+    newest = pseudo[-1] if pseudo else ra
+    room = budget - len(ra.tokens) - sum(len(p.tokens) for p in pseudo)
+    if 1 + len(pseudo) < blocks and newest.accepted >= needed and room > 0:
+        size = min(block_size, room)
+        pseudo.append(Block([first] + initial_draft(sequence[0] + sequence[1], size - 1, gen), accepted=0))
