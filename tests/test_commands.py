@@ -1,0 +1,136 @@
+"""Every command line reaches the code it names with the arguments it was given.
+
+The long commands (pipeline, bench, sweep, recipe, figures) are tested end to end
+at tiny sizes in their own test files; here their entry points are replaced by
+recorders, so each test checks the wiring: which function runs, with which
+configuration. The quick commands (collect, exactness, train-base) run for real.
+"""
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from jacobi_min import bench, figures, pipeline, recipe, task, tiny, trajectories
+from jacobi_min.__main__ import main
+from jacobi_min.train import prompt_ids
+
+
+def record(monkeypatch, module, name: str, returns=None) -> list:
+    """Replace module.name by a function that records its arguments and returns `returns`."""
+    calls = []
+    monkeypatch.setattr(module, name, lambda *args, **kwargs: calls.append((args, kwargs)) or returns)
+    return calls
+
+
+def test_collect_writes_the_trajectories_of_the_first_training_prompts(base, tmp_path):
+    model, tokenizer = base
+    main(["collect", "--prompts", "2", "--block-size", "4", "--max-new-tokens", "8", "--out", str(tmp_path / "t.jsonl")])
+    ids = [prompt_ids(tokenizer, p) for p in task.problems("train", 2, seed=0)]
+    assert trajectories.load(tmp_path / "t.jsonl") == trajectories.collect(model, ids, 4, 8)
+
+
+def test_exactness_reports_every_decoder_exact_on_the_prompts_it_is_given(base, tmp_path, monkeypatch):
+    from jacobi_min import realtasks
+    _, tokenizer = base
+    problems = task.problems("test", 3, seed=0)
+    monkeypatch.setattr(realtasks, "prompts", lambda tok, n_gsm8k, n_humaneval: [
+        prompt_ids(tokenizer, p) for p in problems[:n_gsm8k + n_humaneval]])
+    out = tmp_path / "exactness.json"
+    main(["exactness", "--model", "base", "--prompts", "3", "--block-sizes", "4", "16", "--multiblock-sizes", "8",
+          "--recycling-sizes", "4", "--prompt-lookup", "3", "--max-new-tokens", "24", "--out", str(out)])
+    report = json.loads(out.read_text())
+    assert report["meta"]["model"] == "base" and report["meta"]["max_new_tokens"] == 24
+    assert len(report["methods"]) == 5
+    assert all(row["exact"] == row["total"] == 3 for row in report["methods"].values())
+
+
+def test_pipeline_passes_its_options_to_every_training_stage(monkeypatch, tmp_path):
+    calls = record(monkeypatch, pipeline, "run", returns={})
+    main(["pipeline", "--work", str(tmp_path), "--base", "some/model", "--train-prompts", "7", "--workers", "3",
+          "--stage", "cllm", "--train-seed", "4", "--lam", "2.5", "--out", str(tmp_path / "ckpt")])
+    (cfg, work, stage), _ = calls[0]
+    assert (work, stage, cfg.base, cfg.train_prompts, cfg.workers, cfg.out) == (
+        tmp_path, "cllm", "some/model", 7, 3, tmp_path / "ckpt")
+    assert (cfg.round1.seed, cfg.round2.seed, cfg.round1.lam, cfg.round2.lam) == (4, 4, 2.5, 2.5)
+
+
+def test_pipeline_without_lam_keeps_each_rounds_own(monkeypatch, tmp_path):
+    calls = record(monkeypatch, pipeline, "run", returns={})
+    main(["pipeline", "--work", str(tmp_path)])
+    cfg = calls[0][0][0]
+    default = pipeline.PipelineConfig()
+    assert (cfg.round1, cfg.round2) == (default.round1, default.round2)
+
+
+def test_bench_and_sweep_build_their_configs_from_the_arguments(monkeypatch, tmp_path, capsys):
+    runs = record(monkeypatch, bench, "run", returns=[])
+    monkeypatch.setattr(bench, "format_table", lambda rows: "table")
+    main(["bench", "--problems", "5", "--lengths", "long", "--block-sizes", "8", "32", "--workers", "1",
+          "--out", str(tmp_path / "b.json")])
+    (cfg, out), _ = runs[0]
+    assert (cfg.problems, cfg.lengths, cfg.block_sizes, cfg.workers, cfg.dtype, out) == (
+        5, ["long"], [8, 32], 1, "float32", tmp_path / "b.json")
+    sweeps = record(monkeypatch, bench, "sweep", returns=[{"row": 1}])
+    main(["sweep", "--model", "base", "--problems", "3", "--length", "medium"])
+    cfg = sweeps[0][0][0]
+    assert (cfg.model, cfg.problems, cfg.length) == ("base", 3, "medium")
+    assert capsys.readouterr().out.splitlines() == ["table", "{'row': 1}"]
+
+
+def test_recipe_runs_the_chosen_preset_on_the_chosen_base_and_prints_before_and_after(monkeypatch, tmp_path, capsys):
+    method = {"tpf": 1.0, "speedup": 1.0}
+    summary = {"before": {"methods": {"jacobi": method}, "accuracy": 0.5},
+               "after": {"methods": {"jacobi": {"tpf": 2.0, "speedup": 1.5}}, "accuracy": 0.25}}
+    calls = record(monkeypatch, recipe, "run", returns=summary)
+    main(["recipe", "--preset", "gpu", "--base", "a/model", "--work", str(tmp_path), "--results", str(tmp_path / "r.json")])
+    (cfg, work, results), _ = calls[0]
+    assert cfg == replace(recipe.PRESETS["gpu"], base="a/model")
+    assert (work, results) == (tmp_path, tmp_path / "r.json")
+    out = capsys.readouterr().out
+    assert "TPF 1.00 -> 2.00, speedup 1.00x -> 1.50x" in out and "accuracy 50.0% -> 25.0%" in out
+
+
+def test_figures_prints_every_figure_it_rebuilt(monkeypatch, capsys):
+    record(monkeypatch, figures, "build", returns=[Path("figures/a.png"), Path("figures/b.png")])
+    main(["figures"])
+    assert capsys.readouterr().out.splitlines() == ["figures/a.png", "figures/b.png"]
+
+
+SMALL = tiny.BaseConfig(vocab_size=300, hidden_size=32, intermediate_size=64, layers=1, heads=2, kv_heads=1,
+                        context=640, train_problems=60, steps=4, tokens_per_step=256, save_every=2, warmup=1)
+
+
+def test_train_base_resumed_after_an_interruption_equals_an_uninterrupted_run(tmp_path, monkeypatch):
+    straight = tiny.train_base(tmp_path / "straight", SMALL)
+    draw = tiny.draw_batch
+    calls = []
+
+    def interrupted(*args):
+        calls.append(1)
+        if len(calls) == 3:  # after the snapshot at step 2
+            raise KeyboardInterrupt
+        return draw(*args)
+
+    monkeypatch.setattr(tiny, "draw_batch", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        tiny.train_base(tmp_path / "resumed", SMALL)
+    assert (tmp_path / "resumed" / "resume.pt").exists()
+    monkeypatch.setattr(tiny, "draw_batch", draw)
+    resumed = tiny.train_base(tmp_path / "resumed", SMALL)
+    assert resumed["parameters"] == straight["parameters"] and not (tmp_path / "resumed" / "resume.pt").exists()
+    logs = [[json.loads(line)["loss"] for line in (tmp_path / d / "train_log.jsonl").read_text().splitlines()]
+            for d in ("straight", "resumed")]
+    assert logs[0] == logs[1] and len(logs[0]) == 4
+    weights = [load_file(tmp_path / d / "model.safetensors") for d in ("straight", "resumed")]
+    assert weights[0].keys() == weights[1].keys()
+    assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
+
+
+def test_train_base_command_trains_for_the_given_steps(tmp_path, monkeypatch):
+    calls = record(monkeypatch, tiny, "train_base", returns={"parameters": 1})
+    main(["train-base", "--steps", "3", "--out", str(tmp_path)])
+    (out, cfg), _ = calls[0]
+    assert out == tmp_path and cfg == tiny.BaseConfig(steps=3)
