@@ -313,3 +313,20 @@ def test_each_method_packs_with_its_own_mask(method, mask, monkeypatch):
     monkeypatch.setattr(train_module, "collate", spy)
     make_batch([[hand_made(3, 4)]], TrainConfig(method=method, batch_size=2), random.Random(0), eos=set(), pad_id=0)
     assert masks == [mask]
+
+
+def test_bfloat16_autocast_runs_the_forward_in_bfloat16_and_keeps_float32_weights(trajectory_file):
+    traj = trajectories.load(trajectory_file)[:1]
+    losses, dtypes = {}, []
+    for autocast in (None, "bfloat16"):
+        model, tokenizer = jacobi_min.load()
+        hook = model.lm_head.register_forward_hook(lambda module, args, out: dtypes.append(out.dtype))
+        log = train(model, tokenizer, traj, TrainConfig(steps=8, batch_size=2, lr=1e-3, warmup_frac=0.0, eval_problems=0,
+                                                        autocast=autocast), progress=False)
+        hook.remove()
+        losses[autocast] = [r["loss"] for r in log]
+        assert all(p.dtype == torch.float32 and torch.isfinite(p).all() for p in model.parameters())
+    assert dtypes == [torch.float32] * 8 + [torch.bfloat16] * 8
+    first_fp32, first_bf16 = losses[None][0], losses["bfloat16"][0]
+    assert first_bf16 != first_fp32 and abs(first_bf16 - first_fp32) < 0.05 * first_fp32  # the same loss, rounded
+    assert losses["bfloat16"][-1] < losses["bfloat16"][0]
