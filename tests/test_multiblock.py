@@ -20,9 +20,9 @@ def model():
 
 
 @cache
-def reference(arch: str, max_new_tokens: int, eos: tuple | None) -> list[int]:
+def reference(arch: str, max_new_tokens: int, eos: tuple | None, prompt: tuple = tuple(PROMPT)) -> list[int]:
     m = model() if arch == "qwen2-gqa-tied" else tiny_model(arch, vocab=64)
-    return generate_greedy(m, PROMPT, max_new_tokens, eos=None if eos is None else list(eos))
+    return generate_greedy(m, list(prompt), max_new_tokens, eos=None if eos is None else list(eos))
 
 
 def check_counters(res):
@@ -68,19 +68,40 @@ CLOCK = RuleModel(64, lambda tokens, positions: (positions + 1) % 64)  # the nex
 MOCK_PROMPT = [0, 1, 2, 3, 4, 5, 7]
 
 
-@pytest.mark.parametrize("pool_size", [0, 1, 4, 8])
-@pytest.mark.parametrize("spawn_ratio", [0.5, 0.85, 1.0])
-@pytest.mark.parametrize("blocks", [1, 2, 3])
-@pytest.mark.parametrize("block_size", [4, 8, 16, 32, 64])
-@pytest.mark.parametrize("official", [False, True])
+def grid() -> list[tuple[int, int, float, int, bool]]:
+    """(n, K, r, pool, official), pruned by rule to the cases that differ: with K = 1 no block spawns, so r
+    does nothing, and without a pool neither does official (it only clears the pool per block); at n = 64
+    the first block holds all 37 tokens, so K > 1 never spawns and is K = 1."""
+    single = [(n, 1, 0.5, pool, official) for n in (4, 8, 16, 32, 64) for pool in (0, 1, 4, 8)
+              for official in ((False,) if pool == 0 else (False, True))]
+    multi = [(n, k, r, pool, official) for n in (4, 8, 16, 32) for k in (2, 3) for r in (0.5, 0.85, 1.0)
+             for pool in (0, 1, 4, 8) for official in (False, True)]
+    return single + multi
+
+
+# (EOS, max_new_tokens) per prompt; on PROMPT the model's own EOS (3) comes 17th and the list [36, 3]
+# stops at the 14th token; on the second prompt EOS comes 10th (test_the_grid_hits_eos_where_it_says)
+SECOND = (40, 2, 61, 17, 8, 8, 23, 50, 11, 60, 1)
+CASES = {tuple(PROMPT): [(None, 37), ((36, 3), 37), ((), 37), ((), 30)], SECOND: [(None, 37), ((), 33)]}
+
+
+def test_the_grid_hits_eos_where_it_says():
+    assert len(reference("qwen2-gqa-tied", 37, None)) == 17 and reference("qwen2-gqa-tied", 37, None)[-1] == 3
+    assert len(reference("qwen2-gqa-tied", 37, (36, 3))) == 14 and reference("qwen2-gqa-tied", 37, (36, 3))[-1] == 36
+    assert 36 not in reference("qwen2-gqa-tied", 37, (36, 3))[:-1] and 3 not in reference("qwen2-gqa-tied", 37, None)[:-1]
+    assert len(reference("qwen2-gqa-tied", 37, None, SECOND)) == 10 and len(reference("qwen2-gqa-tied", 33, (), SECOND)) == 33
+    assert len(reference("qwen2-gqa-tied", 37, ())) == 37 and len(grid()) == len(set(grid())) == 227
+
+
+@pytest.mark.parametrize("block_size, blocks, spawn_ratio, pool_size, official", grid())
 def test_matches_generate_grid(block_size, blocks, spawn_ratio, pool_size, official):
     args = dict(block_size=block_size, blocks=blocks, spawn_ratio=spawn_ratio, pool_size=pool_size, official=official)
-    # EOS inside a block: the model's own EOS (3) comes 17th; the list [36, 3] stops at the 14th token
-    for eos, max_new in [(None, 37), ((36, 3), 37), ((), 37), ((), 30)]:
-        res = multiblock_decode(model(), PROMPT, max_new_tokens=max_new, eos_token_id=None if eos is None
-                                else list(eos), **args)
-        assert res.tokens == reference("qwen2-gqa-tied", max_new, eos)
-        check_counters(res)
+    for prompt, cases in CASES.items():
+        for eos, max_new in cases:
+            res = multiblock_decode(model(), list(prompt), max_new_tokens=max_new, eos_token_id=None if eos is None
+                                    else list(eos), **args)
+            assert res.tokens == reference("qwen2-gqa-tied", max_new, eos, prompt)
+            check_counters(res)
 
 
 @pytest.mark.parametrize("arch", ["qwen2-mha-untied", "qwen3-gqa", "llama-gqa-untied"])
