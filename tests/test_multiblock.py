@@ -1,4 +1,5 @@
 """Multi-block Jacobi decoding with rejection recycling: exactly greedy, and its counters tell the truth."""
+from collections import deque
 from functools import cache
 from types import SimpleNamespace
 
@@ -8,7 +9,7 @@ import torch.nn.functional as F
 from transformers import Qwen2Config
 
 from jacobi_min.jacobi import jacobi_decode
-from jacobi_min.multiblock import Block, multiblock_decode, recycled_rows, update_pseudo
+from jacobi_min.multiblock import Block, multiblock_decode, next_draft, recycled_rows, update_pseudo
 from tests.conftest import generate_greedy, tiny_model
 
 PROMPT = [5, 9, 12, 7, 30, 5, 9]  # on tiny_model(vocab=64): EOS 3 comes 17th, 36 first comes 14th
@@ -211,3 +212,52 @@ def test_update_pseudo_by_hand():
     agreeing = [0, 1, 2, 3, 10, 11, 99, 13, 20, 21]
     assert update_pseudo(pseudo, agreeing, 5) == [Block([10, 11, 99, 13], 2), Block([20, 21], 2)]
     assert update_pseudo(pseudo, agreeing, 5, freeze=True) == [Block([10, 11, 12, 13], 4), Block([20, 21], 2)]
+
+
+def test_official_clears_the_pool_when_a_block_is_accepted_whole_and_ours_keeps_it():
+    ra, fresh = Block([5, 6, 7, 8], accepted=0), lambda: Block([9, 9, 9, 9], accepted=0)
+    for official, left in ((False, [[1, 2, 3]]), (True, [])):
+        pool = deque([[1, 2, 3]], maxlen=4)
+        next_draft(ra, [], pool, ra.tokens, [6, 7, 8, 10], 4, 4, official, fresh)  # all 4 accepted
+        assert list(pool) == left
+        pool = deque([[7, 1, 5]], maxlen=4)
+        new, _, rows, _ = next_draft(ra, [], pool, ra.tokens, [6, 1, 2, 4], 2, 4, official, fresh)  # rejected at 2
+        assert list(pool) == [[7, 1, 5], [5, 6, 7, 8], [1, 2, 4]] and new.tokens == [1, 2]  # the shrunk window
+        assert rows == [[1, 2], [1, 5]]  # the draft, then the pool's continuation of the correction 1
+
+
+@pytest.mark.parametrize("official", [False, True])
+def test_a_run_clears_the_pool_per_block_and_freezes_agreeing_tokens_only_when_official(official, monkeypatch):
+    """Spies on the two steps `official` changes, on the trained model (whose pseudo blocks live long
+    enough to agree with their context): the pool after a whole-block acceptance, and each pseudo update."""
+    import jacobi_min
+    from jacobi_min import multiblock, task
+    from jacobi_min.train import prompt_ids
+    pools, updates = [], []
+    draft, update = multiblock.next_draft, multiblock.update_pseudo
+
+    def next_draft_spy(ra, pseudo, pool, fed, g, acc, m, *rest):
+        before = list(pool)
+        out = draft(ra, pseudo, pool, fed, g, acc, m, *rest)
+        pools.append((acc == m, before, list(pool)))
+        return out
+
+    def update_spy(pseudo, g, offset, freeze=False):
+        out = update(pseudo, g, offset, freeze)
+        updates.extend(zip(pseudo, out, update(pseudo, g, offset)))  # (before, update, unfrozen update)
+        return out
+
+    monkeypatch.setattr(multiblock, "next_draft", next_draft_spy)
+    monkeypatch.setattr(multiblock, "update_pseudo", update_spy)
+    trained, tokenizer = jacobi_min.load("jacobi-forcing")
+    for problem in task.problems("test", 3, seed=0, length="medium"):
+        multiblock_decode(trained, prompt_ids(tokenizer, problem), 16, 128, 2, 0.25, 4, official=official)
+    whole = [(before, after) for accepted_whole, before, after in pools if accepted_whole]
+    assert any(before for before, _ in whole)
+    assert all(after == ([] if official else before) for before, after in whole)
+    if official:
+        frozen = [(old, new) for old, new, _ in updates if old.accepted > 1]
+        assert frozen and all(new.tokens[1:old.accepted] == old.tokens[1:old.accepted] for old, new in frozen)
+        assert any(new.tokens != free.tokens for _, new, free in updates)  # freezing changed tokens in these runs
+    else:
+        assert all(new == free for _, new, free in updates)
