@@ -174,11 +174,19 @@ def test_exactness_report(qwen_model):
     assert len(report["reference_seconds"]) == 1
 
 
-def test_training_prompts_use_the_chat_template(qwen_model):
-    """A chat model is trained and scored on the task's questions in its own chat format."""
+CHATML = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+          "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+def test_training_prompts_use_the_chat_template(base):
+    """A chat model is trained and scored on the task's questions in its own chat format (the embedded
+    tokenizer given Qwen's ChatML template: the code path, without the real model)."""
+    from copy import deepcopy
+
     from jacobi_min import task
     from jacobi_min.train import is_correct, prompt_ids
-    _, tokenizer = qwen_model
+    tokenizer = deepcopy(base[1])
+    tokenizer.chat_template = CHATML
     problem = task.problems("train", 1)[0]
     text = tokenizer.decode(prompt_ids(tokenizer, problem))
     assert problem.question in text and "Answer:" not in text
@@ -263,12 +271,14 @@ def test_recipe_scores_an_answer_cut_at_the_token_limit_as_unfinished():
     assert recipe.finished(model, [qwen.EOS_IDS[0]])
 
 
-def test_recipe_scores_only_answers_that_ended(datasets):
-    """`score` re-scores a stored evaluation: right and ended counts, a cut answer never does."""
+def test_recipe_scores_only_answers_that_ended(monkeypatch):
+    """`score` re-scores a stored evaluation: right and ended counts, a cut answer never does (on a
+    stand-in for GSM8K: it needs only the reference answers)."""
     from jacobi_min import recipe
+    rows = [{"answer": f"{i} + 1 = {i + 1}\n#### {i + 1}"} for i in range(1002)]
+    monkeypatch.setattr(realtasks, "gsm8k", lambda count=None: rows[:count])
     cfg = recipe.Recipe(eval_start=1000, eval_prompts=2)
-    right = [realtasks.gsm8k(1002)[i]["answer"] for i in (1000, 1001)]
-    stored = {"ended": [True, False], "texts": right, "finished": 1}
+    stored = {"ended": [True, False], "texts": ["So \\boxed{1001}.", "\\boxed{1002}"], "finished": 1}
     assert recipe.score(stored, cfg)["accuracy"] == 0.5
     assert recipe.score(stored | {"ended": [True, True]}, cfg)["accuracy"] == 1.0
     assert recipe.score(stored | {"texts": ["\\boxed{0}"] * 2, "ended": [True, True]}, cfg)["accuracy"] == 0.0
