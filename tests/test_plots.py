@@ -205,3 +205,13 @@ def test_acceptance_histogram_stops_at_the_largest_count(ax):
     plots.acceptance_histogram(ax, {"plain": [1, 2, 2]})
     assert list(ax.get_xticks()) == [1, 2]
     assert "≥" not in ax.get_xlabel()
+
+
+def test_every_figure_is_shown_where_a_reader_goes():
+    """Each PNG in figures/ appears in the README, a page of docs/ or a notebook."""
+    from pathlib import Path
+    root = Path(__file__).parent.parent
+    pages = [root / "README.md", *(root / "docs").glob("*.md"), *(root / "notebooks").glob("*.ipynb")]
+    text = "".join(p.read_text() for p in pages)
+    figures = sorted((root / "figures").glob("*.png"))
+    assert figures and [p.name for p in figures if p.name not in text] == []
