@@ -7,8 +7,9 @@ from pathlib import Path
 
 import torch
 
-from . import bench, controls, demo, figures, pipeline, recipe, task, tiny, trajectories
+from . import bench, controls, demo, figures, pipeline, plots, recipe, task, tiny, trajectories
 from .generate import run as run_generate, unseen_words
+from .jacobi import jacobi_decode
 from .model import CHECKPOINTS, embedded_names, load
 from .sampling import sampler
 from .train import METHODS, TrainConfig, train
@@ -69,6 +70,16 @@ def decoding_commands(commands) -> None:
     device_args(p)
     p.add_argument("--problems", type=at_least(1), default=2, help="held-out problems per length bucket")
     p.add_argument("--block-size", type=at_least(1), default=16)
+
+    p = commands.add_parser("animate", help="a GIF of one block of your prompt's answer converging forward by forward, "
+                                            "one panel per model (seconds)")
+    p.add_argument("prompt", help="a question (put in the embedded models' format) or any text")
+    p.add_argument("--models", nargs="+", default=["base", "jacobi-forcing"],
+                   help="models sharing one tokenizer: embedded names or directories")
+    p.add_argument("--block-size", type=at_least(1), default=16)
+    p.add_argument("--block", type=at_least(0), default=0, help="which block of the answer (0: the first)")
+    p.add_argument("--device", default="cpu", help="cpu or cuda")
+    p.add_argument("--out", type=Path, default=Path("trajectory.gif"))
 
     p = commands.add_parser("generate", help="decode your own prompt: text streamed as verified, then TPF and tokens/s")
     p.add_argument("prompt", nargs="?", help="the prompt; read from stdin when left out")
@@ -249,6 +260,22 @@ def generate_command(args) -> None:
                  color=sys.stdout.isatty() and not args.no_color, compare=args.compare)
 
 
+def animate_command(args) -> None:
+    """Record greedy Jacobi on the prompt with each model; animate the chosen block of each."""
+    blocks = {}
+    for name in args.models:
+        model, tokenizer = load(name, args.device)
+        text = embedded_prompt(args.prompt) if name in embedded_names() else args.prompt
+        recorded = jacobi_decode(model, tokenizer(text)["input_ids"], args.block_size,
+                                 args.block_size * (args.block + 1), record=True).blocks
+        if args.block >= len(recorded):
+            raise ValueError(f"{name}'s answer ends in block {len(recorded) - 1}: choose --block < {len(recorded)}")
+        blocks[name] = recorded[args.block]
+    frames = plots.animation(blocks, tokenizer, args.out)
+    print(f"{args.out}: {frames} frames, block {args.block} at n = {args.block_size}; forwards to its fixed point: "
+          + ", ".join(f"{name} {len(b.states) - 1}" for name, b in blocks.items()))
+
+
 def embedded_prompt(text: str) -> str:
     """A plain question in the embedded models' one prompt format; a formatted prompt as it is."""
     return text if text.lstrip().startswith("Question:") else task.format_prompt(text.strip())
@@ -366,7 +393,7 @@ def train_command(args, model, tokenizer) -> None:
 
 COMMANDS = {"train-base": train_base_command, "bench": bench_command, "sweep": sweep_command, "eval": eval_command,
             "figures": figures_command, "pipeline": pipeline_command, "controls": controls_command,
-            "recipe": recipe_command, "generate": generate_command, "demo": demo_command}
+            "recipe": recipe_command, "generate": generate_command, "demo": demo_command, "animate": animate_command}
 MODEL_COMMANDS = {"exactness": exactness_command, "cost-model": cost_model_command, "collect": collect_command,
                   "train": train_command}  # these get the loaded --model as well
 

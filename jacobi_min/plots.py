@@ -343,3 +343,27 @@ def multiblock_timeline(ax, steps: list):
     ax.set_title(f"{len(steps)} forwards, {total} tokens committed: TPF {total / len(steps):.2f}")
     legend_below(ax, ax.get_legend_handles_labels()[0], columns=2)
     return ax
+
+
+def animation(blocks: dict[str, BlockTrajectory], tokenizer, path, seconds_per_frame: float = 0.8) -> int:
+    """A GIF of blocks converging forward by forward, one `trajectory_grid` panel per name: frame k shows
+    rows 0..k (the draft, then the state after each of k Jacobi forwards); a block that reached its fixed
+    point earlier stays whole. Returns the frame count, the most states any block has."""
+    import matplotlib.pyplot as plt
+    from matplotlib.animation import FuncAnimation, PillowWriter
+    frames = max(len(b.states) for b in blocks.values())
+    fig, axes = plt.subplots(len(blocks), 1, figsize=grid_figsize([*blocks.values()], tokenizer), squeeze=False,
+                             layout="constrained")
+
+    def draw(k: int) -> None:
+        for ax, (name, block) in zip(axes[:, 0], blocks.items()):
+            ax.clear()
+            shown = min(k, len(block.states) - 1)
+            last = len(block.states) - 1
+            state = f"the fixed point after {last} forwards" if shown == last else f"after {shown} of {last} forwards"
+            trajectory_grid(ax, block, tokenizer, f"{name}: {state}", rows=frames)
+            ax.add_patch(Rectangle((-0.5, shown + 0.5), len(block.fixed_point), frames, fc="white", ec="none", zorder=5))
+
+    FuncAnimation(fig, draw, frames=frames).save(path, writer=PillowWriter(fps=1 / seconds_per_frame))
+    plt.close(fig)
+    return frames

@@ -15,6 +15,7 @@ from safetensors.torch import load_file
 
 from jacobi_min import bench, figures, pipeline, recipe, task, tiny, trajectories
 from jacobi_min.__main__ import main
+from jacobi_min.model import load
 from jacobi_min.train import prompt_ids
 
 
@@ -134,3 +135,23 @@ def test_train_base_command_trains_for_the_given_steps(tmp_path, monkeypatch):
     main(["train-base", "--steps", "3", "--out", str(tmp_path)])
     (out, cfg), _ = calls[0]
     assert out == tmp_path and cfg == tiny.BaseConfig(steps=3)
+
+
+def test_animate_writes_one_frame_per_state_of_the_slowest_block(base, tmp_path, capsys):
+    from PIL import Image
+
+    from jacobi_min import jacobi_decode
+    from jacobi_min.__main__ import embedded_prompt
+    question = "Mia has 45 stickers. Mia gives 17 stickers to Ben. How many stickers does Mia have now?"
+    main(["animate", question, "--models", "base", "jacobi-forcing", "--block-size", "4", "--block", "1",
+          "--out", str(tmp_path / "t.gif")])
+    states = []
+    for name in ("base", "jacobi-forcing"):
+        model, tokenizer = load(name)
+        ids = tokenizer(embedded_prompt(question))["input_ids"]
+        states.append(len(jacobi_decode(model, ids, 4, 8, record=True).blocks[1].states))
+    with Image.open(tmp_path / "t.gif") as gif:
+        assert gif.n_frames == max(states)
+    assert f"base {states[0] - 1}, jacobi-forcing {states[1] - 1}" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="choose --block < "):
+        main(["animate", question, "--models", "base", "--block-size", "4", "--block", "30", "--out", str(tmp_path / "u.gif")])
