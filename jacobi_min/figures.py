@@ -38,8 +38,10 @@ def digest(sources: list[Path]) -> str:
 
 
 def save(fig, path: Path, sources: list[Path]) -> None:
+    """Write the PNG with its sources' digest; the bounding box grows to take in legends and labels
+    drawn outside the Axes, so nothing is clipped."""
     fig.tight_layout()
-    fig.savefig(path, dpi=120, metadata={SOURCE_KEY: digest(sources)})
+    fig.savefig(path, dpi=120, bbox_inches="tight", metadata={SOURCE_KEY: digest(sources)})
     plt.close(fig)
 
 
@@ -57,7 +59,7 @@ def bucket_label(length: str, bucket: dict) -> str:
 def metric_vs_length(results: dict, key: str, ylabel: str):
     """One line per method and block size across the length buckets; error bars: the range over
     chunks of problems where the results hold one (speedups)."""
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(9, 4.5))
     buckets = results["buckets"]
     x = range(len(buckets))
     names = list(buckets)
@@ -76,7 +78,7 @@ def metric_vs_length(results: dict, key: str, ylabel: str):
     ax.set_xticks(list(x), [bucket_label(b, buckets[b]) for b in names])
     ax.set_xlabel("answer length bucket")
     ax.set_ylabel(ylabel)
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))  # beside the data, never over it
     meta = results["meta"]
     ax.set_title(f"{ylabel} vs answer length ({meta['device']}, {meta['dtype']}, {meta['threads']} thread)", fontsize=10)
     return fig
@@ -89,7 +91,7 @@ def accuracy_vs_speedup(results: dict):
     for ax, (length, bucket) in zip(axes if len(buckets) > 1 else [axes], buckets.items()):
         for r in bucket["methods"]:
             lo, hi = r["speedup_range"]
-            marker = "o" if r["block_size"] <= 16 else "s"
+            marker = "^" if r["method"] == "prompt lookup" else "s" if r["method"].endswith("MR") else "o"
             ax.errorbar(r["speedup_median"], 100 * r["accuracy"], xerr=[[r["speedup_median"] - lo], [hi - r["speedup_median"]]],
                         marker=marker, capsize=3, ls="none", color=COLORS[r["method"]],
                         label=f"{r['method']} ({r['model']}, n = {r['block_size']})")
@@ -97,7 +99,8 @@ def accuracy_vs_speedup(results: dict):
         ax.set_title(f"{length} answers, {bucket['problems']} problems", fontsize=10)
     axes_list = axes if len(buckets) > 1 else [axes]
     axes_list[0].set_ylabel("accuracy (%)")
-    axes_list[-1].legend(fontsize=6, loc="lower right")
+    handles, labels = axes_list[-1].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, 0), ncol=3)  # below the panels
     return fig
 
 
@@ -107,7 +110,7 @@ def acceptance(results: dict, length: str = "long", block_size: int = 16):
     for r in results["buckets"][length]["methods"]:
         if r["block_size"] == block_size and r["method"] in JACOBI_METHODS:
             counts[r["method"]] = [int(k) for k, v in r["accepted_histogram"].items() for _ in range(v)]
-    acceptance_histogram(ax, counts, max_count=block_size)
+    acceptance_histogram(ax, counts, max_count=block_size, colors=COLORS)
     ax.set_title(f"new tokens per forward at n = {block_size}, {length} answers")
     return fig
 
@@ -133,24 +136,37 @@ def cost_model(results: dict):
     return fig
 
 
+PAPER_ABLATION = {"progressive": 0.48, "random": 0.53, "reverse": 0.62}  # the paper's iterations per token
+
+
 def ablation(data: dict):
-    """Mean iterations per token over seeds (bars), each seed (dots), min-max (error bars)."""
-    fig, ax = plt.subplots(figsize=(8, 4))
+    """Mean iterations per token over seeds (a labelled point), each seed (small dots), and the paper's
+    value for the three schedules (a hollow diamond beside ours). Points, not bars: the axis is zoomed
+    onto the values, so that their differences show, and a bar would mislead from a non-zero origin."""
+    fig, ax = plt.subplots(figsize=(9, 4.5))
     names = list(data["runs"])
     for i, name in enumerate(names):
         values = [r["iterations_per_token"] for r in data["runs"][name]]
         mean = sum(values) / len(values)
-        ax.bar(i, mean, color="#5b8def" if i < 3 else "#b0b0b0",
-               yerr=[[mean - min(values)], [max(values) - mean]], capsize=4)
-        ax.scatter([i] * len(values), values, color="black", s=12, zorder=3)
+        colour = "#1f77b4" if name in PAPER_ABLATION else "#7f7f7f"
+        ax.errorbar(i, mean, yerr=[[mean - min(values)], [max(values) - mean]], marker="o", ms=8, capsize=4,
+                    color=colour, label="here: mean over seeds (bar: min–max)" if i == 0 else None)
+        ax.scatter([i] * len(values), values, color="black", s=10, zorder=3)
         accuracy = sum(r["accuracy"] for r in data["runs"][name]) / len(values)
-        ax.text(i, max(values), f"{100 * accuracy:.0f}%\n", ha="center", va="bottom", fontsize=8)
-    ax.set_xticks(range(len(names)), [f"{n}\n({len(data['runs'][n])} seed{'s' * (len(data['runs'][n]) > 1)})" for n in names],
-                  fontsize=8)
+        ax.annotate(f"{mean:.3f}\n{100 * accuracy:.0f}% right", (i, mean), xytext=(10, 0), textcoords="offset points",
+                    va="center", fontsize=8)
+        if name in PAPER_ABLATION:
+            ax.scatter(i - 0.25, PAPER_ABLATION[name], marker="D", facecolor="none", edgecolor="#d62728", s=50,
+                       label="the paper (7B, its own scale)" if name == "progressive" else None)
+            ax.annotate(f"{PAPER_ABLATION[name]:.2f}", (i - 0.25, PAPER_ABLATION[name]), xytext=(-8, 0),
+                        textcoords="offset points", ha="right", va="center", fontsize=8, color="#d62728")
+    ax.set_xticks(range(len(names)), [f"{n.replace(', ', ',' + chr(10))}\n({len(data['runs'][n])} seed"
+                                      f"{'s' * (len(data['runs'][n]) > 1)})" for n in names], fontsize=8)
+    ax.set_xlim(-0.8, len(names) - 0.3)
     ax.set_ylabel("iterations per token (lower is better)")
     ax.set_title(f"round-1 ablation: {data['steps']} steps, n = {data['block_size']}, {data['problems']} held-out "
-                 f"{data['length']} answers (accuracy above the bars)", fontsize=9)
-    ax.margins(y=0.15)
+                 f"{data['length']} answers", fontsize=9)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     return fig
 
 
@@ -264,11 +280,11 @@ def method_summaries(reports: list[dict]) -> list[tuple[str, float, float]]:
 def real_model(reports: list[dict], costs: dict, tiny_costs: dict | None):
     """TPF and wall-clock speedup over `generate` per method on real prompts, and L(k)/L(1)."""
     fig, (tpf, speed, cost) = plt.subplots(1, 3, figsize=(16, 4.5))
-    names, tpfs, speedups = zip(*method_summaries(reports))
-    tpf.bar(names, tpfs, color="#5b8def")
+    names, tpfs, speedups = zip(*sorted(method_summaries(reports), key=lambda row: row[1]))  # by TPF
+    tpf.bar_label(tpf.bar(names, tpfs, color="#5b8def"), fmt="%.2f", fontsize=7)
     tpf.axhline(1.0, ls="--", lw=1, color="grey")
     tpf.set_ylabel("tokens per forward (mean over prompts)")
-    speed.bar(names, speedups, color="#e07b39")
+    speed.bar_label(speed.bar(names, speedups, color="#e07b39"), fmt="%.2f", fontsize=7)
     speed.axhline(1.0, ls="--", lw=1, color="grey", label="AR generate")
     speed.set_ylabel("wall-clock speedup over generate")
     speed.legend(fontsize=8)

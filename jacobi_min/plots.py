@@ -189,21 +189,25 @@ def shares(counts: list[int], bins: np.ndarray) -> np.ndarray:
     return np.array([(counts == b).mean() for b in bins])
 
 
-def grouped_bars(ax, bins: np.ndarray, heights: dict[str, np.ndarray]) -> None:
-    """One bar group per integer bin, centred on it; one bar per label within a group."""
+def grouped_bars(ax, bins: np.ndarray, heights: dict[str, np.ndarray], colors: list | None = None) -> None:
+    """One bar group per integer bin, centred on it; one bar per label within a group (in `colors`,
+    one per label, when given)."""
     width = 0.8 / len(heights)
     for j, (label, values) in enumerate(heights.items()):
-        ax.bar(bins + (j - (len(heights) - 1) / 2) * width, values, width, label=label)
+        ax.bar(bins + (j - (len(heights) - 1) / 2) * width, values, width, label=label,
+               color=None if colors is None else colors[j])
     ax.set_xticks(bins)
 
 
-def acceptance_histogram(ax, accepted: dict[str, list[int]], max_count: int = 16):
+def acceptance_histogram(ax, accepted: dict[str, list[int]], max_count: int = 16, colors: dict | None = None):
     """Share of forwards that produced k new tokens, one bar group per method, centred on
-    k = 1 .. min(max_count, largest count); counts above max_count go to the last bar."""
+    k = 1 .. min(max_count, largest count); counts above max_count go to the last bar. `colors`
+    maps a method to its colour (the figures' one colour per method)."""
     top = min(max_count, max(max(counts) for counts in accepted.values()))
     bins = np.arange(1, top + 1)
     grouped_bars(ax, bins, {f"{label} (TPF {np.mean(counts):.2f})": shares(np.minimum(counts, top), bins)
-                            for label, counts in accepted.items()})
+                            for label, counts in accepted.items()},
+                 None if colors is None else [colors[label] for label in accepted])
     clipped = any(max(counts) > top for counts in accepted.values())
     ax.set_xlabel("new tokens in one forward" + (f" (last bar: ≥ {top})" if clipped else ""))
     ax.set_ylabel("share of forwards")
