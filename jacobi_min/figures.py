@@ -121,7 +121,8 @@ def cost_model(results: dict):
     left.plot(costs["k"], [1000 * t for t in costs["latency_s"]], marker=".")
     left.set_xlabel("tokens in one forward, k")
     left.set_ylabel("latency L(k) (ms)")
-    left.set_title(f"steady-state decoding step on {costs['context']} cached tokens", fontsize=10)
+    left.set_title(f"steady-state decoding step on {costs['context']} cached tokens\n(dips between sizes: the CPU's "
+                   "matrix kernels change with k)", fontsize=10)
     rows = [r for b in results["buckets"].values() for r in b["methods"]
             if r["predicted_speedup"] is not None and r["method"] != "AR"]
     for method, pts in by_method(rows).items():
@@ -129,7 +130,7 @@ def cost_model(results: dict):
                       color=COLORS[method], label=method)
     top = max([r["predicted_speedup"] for r in rows] + [r["speedup_median"] for r in rows] + [1.0])
     right.plot([0, top], [0, top], ls="--", color="grey", label="measured = predicted")
-    right.set_xlabel("predicted speedup  TPF·L(1)/L(n_eff)")
+    right.set_xlabel("predicted speedup  TPF·L(1)/L(n_eff)  (n_eff: tokens fed per forward)")
     right.set_ylabel("measured speedup")
     right.set_title("every method, block size and length bucket", fontsize=10)
     right.legend(fontsize=7)
