@@ -64,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def decoding_commands(commands) -> None:
-    """demo and generate: decoding the embedded models (or any model)."""
+    """demo, animate and generate: decoding the embedded models (or any model)."""
     p = commands.add_parser("demo", help="AR vs Jacobi on held-out problems: identical output, TPF, speedup (~15 s)")
     p.add_argument("--models", nargs="+", default=["base", "jacobi-forcing"], help="embedded names, directories or hub ids")
     device_args(p)

@@ -362,8 +362,8 @@ def animation(blocks: dict[str, BlockTrajectory], tokenizer, path, seconds_per_f
     def draw(k: int) -> None:
         for ax, (name, block) in zip(axes[:, 0], blocks.items()):
             ax.clear()
-            shown = min(k, len(block.states) - 1)
             last = len(block.states) - 1
+            shown = min(k, last)
             state = f"the fixed point after {last} forwards" if shown == last else f"after {shown} of {last} forwards"
             trajectory_grid(ax, block, tokenizer, f"{name}: {state}", rows=frames)
             ax.add_patch(Rectangle((-0.5, shown + 0.5), len(block.fixed_point), frames, fc="white", ec="none", zorder=5))

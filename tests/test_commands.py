@@ -3,7 +3,8 @@
 The long commands (pipeline, bench, sweep, recipe, figures) are tested end to end
 at tiny sizes in their own test files; here their entry points are replaced by
 recorders, so each test checks the wiring: which function runs, with which
-configuration. The quick commands (collect, exactness, train-base) run for real.
+configuration. The quick commands (collect, exactness, animate) run for real, and
+train-base's training function runs at a tiny size to test its resume.
 """
 import json
 from dataclasses import replace
