@@ -1,4 +1,5 @@
-"""Run under torchrun by test_train.py: train a few steps with DDP, then every rank saves its own weights.
+"""Run under torchrun by test_train.py: train a few steps with DDP (rank 0 scores, logs and saves the
+checkpoint to OUT_DIR/ddp), then every rank saves its own weights.
 
     python -m torch.distributed.run --nproc_per_node=2 tests/ddp_replicas.py TRAJECTORIES OUT_DIR
 """
@@ -15,5 +16,6 @@ from jacobi_min.train import TrainConfig, train
 if __name__ == "__main__":
     source, out = Path(sys.argv[1]), Path(sys.argv[2])
     model, tokenizer = jacobi_min.load()
-    train(model, tokenizer, trajectories.load(source), TrainConfig(steps=3, batch_size=2, eval_problems=0), progress=False)
+    train(model, tokenizer, trajectories.load(source), TrainConfig(steps=3, batch_size=2, eval_problems=2),
+          out_dir=out / "ddp", progress=False)
     torch.save(model.state_dict(), out / f"rank{os.environ['RANK']}.pt")

@@ -7,6 +7,7 @@ import jacobi_min
 from jacobi_min import bench, figures, task
 from tests.conftest import generate_greedy
 
+pytestmark = pytest.mark.xdist_group("test_bench")  # one worker: the tiny benchmark run
 METHODS = {"AR", "prompt lookup", "Jacobi (base)", "CLLM-style", "CLLM-style + MR", "Jacobi Forcing", "Jacobi Forcing + MR"}
 
 

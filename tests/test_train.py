@@ -19,6 +19,7 @@ from jacobi_min.packing import collate, pack
 from jacobi_min.train import TrainConfig, draw_examples, evaluates_at, make_batch, noisy_blocks, repetition, save_checkpoint, train
 from tests.conftest import generate_greedy
 
+pytestmark = pytest.mark.xdist_group("test_train")  # one worker: the trajectories and the torchrun, made once
 ROOT = Path(__file__).parent.parent
 
 
@@ -54,28 +55,28 @@ def test_few_steps_single_process(trajectory_file, method):
     assert all(r["consistency"] >= 0 and r["ar_answer"] >= 0 for r in log[1:])
 
 
-def test_ddp_two_processes(trajectory_file, tmp_path):
-    out = tmp_path / "ddp"
+@pytest.fixture(scope="module")
+def ddp_run(trajectory_file, tmp_path_factory):
+    """One torchrun with 2 processes (gloo): 3 steps of DDP training; the folder it wrote to."""
+    out = tmp_path_factory.mktemp("ddp")
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", f"--master_port={free_port()}",
-               "-m", "jacobi_min", "train", "--trajectories", str(trajectory_file), "--steps", "3",
-               "--batch-size", "2", "--eval-problems", "2", "--out", str(out)]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "OMP_NUM_THREADS": "1"})
-    assert done.returncode == 0, done.stderr[-3000:]
-    log = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
-    assert [r["step"] for r in log] == [0, 1, 2, 3] and "accuracy" in log[0]
-    assert all(math.isfinite(r["loss"]) for r in log[1:])
-    assert (out / "model.safetensors").exists()
-
-
-def test_ddp_replicas_hold_identical_weights_after_training(trajectory_file, tmp_path):
-    """Each rank draws its own batches; DDP averages the gradients, so the replicas stay equal."""
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", f"--master_port={free_port()}",
-               str(ROOT / "tests" / "ddp_replicas.py"), str(trajectory_file), str(tmp_path)]
+               str(ROOT / "tests" / "ddp_replicas.py"), str(trajectory_file), str(out)]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600,
                           env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr[-3000:]
-    rank0, rank1 = (torch.load(tmp_path / f"rank{r}.pt") for r in (0, 1))
+    return out
+
+
+def test_ddp_two_processes_log_and_save_on_rank_0(ddp_run):
+    log = [json.loads(line) for line in (ddp_run / "ddp" / "train_log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in log] == [0, 1, 2, 3] and "accuracy" in log[0] and "accuracy" in log[-1]
+    assert all(math.isfinite(r["loss"]) for r in log[1:])
+    assert (ddp_run / "ddp" / "model.safetensors").exists()
+
+
+def test_ddp_replicas_hold_identical_weights_after_training(ddp_run):
+    """Each rank draws its own batches; DDP averages the gradients, so the replicas stay equal."""
+    rank0, rank1 = (torch.load(ddp_run / f"rank{r}.pt") for r in (0, 1))
     initial = jacobi_min.load()[0].state_dict()
     assert all(torch.equal(rank0[name], rank1[name]) for name in rank0)
     assert any(not torch.equal(rank0[name], initial[name]) for name in rank0)
