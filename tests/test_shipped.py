@@ -11,7 +11,6 @@ from tests.conftest import generate_greedy
 
 BLOCK_SIZES = [1, 2, 3, 4, 8, 16, 32, 64]
 MAX_NEW = task.MAX_ANSWER_TOKENS
-pytestmark = pytest.mark.xdist_group("test_shipped")  # one worker: the references below are computed once
 
 
 @functools.cache
@@ -21,7 +20,7 @@ def shipped(name: str):
 
 @functools.cache
 def reference(name: str, prompt: tuple[int, ...]) -> list[int]:
-    """generate's greedy output of the shipped model `name`, computed once per prompt for every test."""
+    """generate's greedy output of the shipped model `name`, computed once per prompt and worker."""
     return generate_greedy(shipped(name)[0], list(prompt), MAX_NEW)
 
 
