@@ -57,7 +57,7 @@ def test_few_steps_single_process(trajectory_file, method):
 
 @pytest.fixture(scope="module")
 def ddp_run(trajectory_file, tmp_path_factory):
-    """One torchrun with 2 processes (gloo): 3 steps of DDP training; the folder it wrote to."""
+    """One torchrun with 2 processes (gloo): 3 steps of the `train` command under DDP; the folder it wrote to."""
     out = tmp_path_factory.mktemp("ddp")
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", f"--master_port={free_port()}",
                str(ROOT / "tests" / "ddp_replicas.py"), str(trajectory_file), str(out)]
