@@ -27,6 +27,16 @@ def test_answers_fall_in_their_bucket_and_the_tokenizer_agrees(length):
         assert sum(map(task.answer_length, problems)) / len(problems) >= 12 * 16
 
 
+def test_answer_length_counts_qwen2_pre_tokens():
+    """The ASCII regex behind answer_length splits the task's text exactly as Qwen2's pre-tokenizer."""
+    from transformers import Qwen2Tokenizer
+    pre_tokenizer = Qwen2Tokenizer().backend_tokenizer.pre_tokenizer
+    for split in ("train", "test"):
+        for p in task.problems(split, 300, seed=5):
+            for text in (p.prompt, p.completion):
+                assert [m.span() for m in task._PRETOKEN.finditer(text)] == [span for _, span in pre_tokenizer.pre_tokenize_str(text)]
+
+
 def test_mix_draws_every_bucket():
     counts = {name: 0 for name in task.BUCKETS}
     for p in task.problems("train", 600, length="mix"):
