@@ -173,7 +173,7 @@ def answer_length(problem: Problem) -> int:
     """Tokens of the completion plus EOS: Qwen2's pre-tokens (single digits, words with their
     space), which the embedded tokenizer keeps whole, so this is its token count (tested).
     The task's text is ASCII, where Qwen2's \\p{L} and \\p{N} are [A-Za-z] and [0-9]: one
-    Python regex counts them 20 times faster than the tokenizers library (tested equal)."""
+    Python regex counts them about 8 times faster than the tokenizers library (tested equal)."""
     return len(_PRETOKEN.findall(problem.completion)) + 1
 
 
