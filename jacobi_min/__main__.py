@@ -125,6 +125,9 @@ def training_commands(commands) -> None:
     p.add_argument("--steps", type=at_least(1), default=TrainConfig.steps)
     p.add_argument("--lr", type=at_least(0.0, float), default=TrainConfig.lr)
     p.add_argument("--lam", type=at_least(0.0, float), default=TrainConfig.lam, help="λ, the AR loss weight")
+    p.add_argument("--adam-eps", type=at_least(0.0, float), default=TrainConfig.adam_eps, help="AdamW's ε")
+    p.add_argument("--random-offset", action="store_true",
+                   help="start each example's progressive schedule at a random block of the window")
     p.add_argument("--label-smoothing", type=at_least(0.0, float), default=TrainConfig.label_smoothing,
                    help="ε of the AR loss (CLLM: 0.1)")
     p.add_argument("--answer-only-ar", action="store_true", help="the AR loss covers the answer's tokens only")
@@ -231,8 +234,8 @@ def measuring_commands(commands) -> None:
 
 def train_config(args) -> TrainConfig:
     """The `train` command's TrainConfig."""
-    return TrainConfig(method=args.method, schedule=args.schedule, window=args.window, steps=args.steps, lr=args.lr,
-                       lam=args.lam, label_smoothing=args.label_smoothing, ar_on_prompt=not args.answer_only_ar,
+    return TrainConfig(method=args.method, schedule=args.schedule, window=args.window, random_offset=args.random_offset,
+                       steps=args.steps, lr=args.lr, adam_eps=args.adam_eps, lam=args.lam, label_smoothing=args.label_smoothing, ar_on_prompt=not args.answer_only_ar,
                        consistency_on=() if args.ar_only else tuple(args.consistency_on), batch_size=args.batch_size, seed=args.seed,
                        eval_problems=args.eval_problems, eval_every=args.eval_every)
 

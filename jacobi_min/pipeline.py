@@ -2,9 +2,18 @@
 
     round 1: trajectories of the base model at n = 16  ->  train from the base model
     round 2: trajectories of the round-1 model at n = 32  ->  continue training
-    CLLM-style baseline: the round-1 trajectories, the same steps, lr and λ in two phases
+    CLLM baseline: CLLM's trainer (`train.CLLM`) on the round-1 trajectories, the same
+              steps, lr and λ in two phases
     ablation: round 1 alone, shorter, once per variant (noise schedule, schedule offset, λ)
               and training seed, scored on the long bucket
+
+The recipe (both rounds: λ = 10, lr 5e-4, AdamW ε = 1e-4, random schedule
+offset, 4,000 prompts) is the one the controls chose on the embedded base
+(docs/results.md, "Choosing the recipe"). Decision: the official trainer
+runs one epoch at lr 1e-5 on a 7B model; a tiny model trained from scratch at
+lr 2e-3 needs lr 5e-4 for 1,600 + 800 steps (about three passes over the
+4,000 trajectories) to lift TPF, and AdamW's ε = 1e-4 (not 1e-8) is what keeps
+that from costing answers. λ = 10 is the official AR weight.
 
 The training prompts mix the three length buckets (`task.BUCKETS`) equally.
 Trajectory collection runs in `workers` CPU processes; everything is seeded,
@@ -24,26 +33,27 @@ import torch
 
 from . import task, trajectories
 from .model import load
-from .train import TrainConfig, evaluate, prompt_ids, save_checkpoint, train
+from .train import CLLM, TrainConfig, evaluate, prompt_ids, save_checkpoint, train
 from .workers import SHARED, pmap
 
 RESULTS = Path(__file__).parent.parent / "figures" / "results"
-ABLATION = {  # variant -> TrainConfig changes from round 1 (λ = 3)
+ABLATION = {  # variant -> TrainConfig changes from round 1 (λ = 10, random offset)
     "progressive": {}, "random": {"schedule": "random"}, "reverse": {"schedule": "reverse"},
-    "progressive, random offset": {"random_offset": True},
-    "λ = 1": {"lam": 1.0}, "λ = 10": {"lam": 10.0},
+    "progressive, offset 0": {"random_offset": False},
+    "λ = 3": {"lam": 3.0}, "λ = 30": {"lam": 30.0},
 }
+RECIPE = {"lr": 5e-4, "lam": 10.0, "adam_eps": 1e-4, "random_offset": True}
 SEEDED = ("progressive", "random", "reverse")
 
 
 @dataclass
 class PipelineConfig:
-    train_prompts: int = 1500
+    train_prompts: int = 4000
     max_new_tokens: int = task.MAX_ANSWER_TOKENS
     round1_block: int = 16
     round2_block: int = 32
-    round1: TrainConfig = field(default_factory=lambda: TrainConfig(steps=1600, lr=5e-4, lam=3.0))
-    round2: TrainConfig = field(default_factory=lambda: TrainConfig(steps=400, lr=2e-4, lam=3.0))
+    round1: TrainConfig = field(default_factory=lambda: TrainConfig(steps=1600, **RECIPE))
+    round2: TrainConfig = field(default_factory=lambda: TrainConfig(steps=800, **RECIPE))
     ablation: dict = field(default_factory=lambda: dict(ABLATION))
     ablation_seeds: int = 3
     ablation_steps: int = 150
@@ -153,13 +163,15 @@ def jacobi_forcing(cfg: PipelineConfig, work: Work) -> None:
 
 
 def cllm(cfg: PipelineConfig, work: Work) -> None:
-    """The CLLM-style baseline on the round-1 trajectories (CLLM has no progressive rounds), under
-    Jacobi Forcing's optimiser schedule: round 1's steps, lr and λ, then round 2's. The two models
-    then differ only in what the paper changes: packing, noise schedule, mask and re-collection."""
+    """The CLLM baseline on the round-1 trajectories (CLLM has no progressive rounds): CLLM's
+    trainer and label smoothing under Jacobi Forcing's optimiser schedule, round 1's steps, lr and
+    λ, then round 2's. The two models then differ only in what the paper changes: examples per
+    prompt, packing, noise schedule, mask and re-collection."""
     traj = round1_trajectories(cfg, work)
     model, tokenizer = load(cfg.base, cfg.device)
-    phase1 = replace(cfg.round1, method="cllm-style")
-    phase2 = replace(cfg.round2, method="cllm-style", seed=cfg.round2.seed + 1)  # else it redraws phase 1's batches
+    cllm_settings = {k: v for k, v in CLLM.items() if k != "lam"}  # λ: the pipeline's, for the frontier
+    phase1 = replace(cfg.round1, **cllm_settings)
+    phase2 = replace(cfg.round2, **cllm_settings, seed=cfg.round2.seed + 1)  # else it redraws phase 1's batches
     log1 = work.training("cllm_phase1", model, lambda resume: train(model, tokenizer, traj, phase1, resume=resume))
     log2 = work.training("cllm_phase2", model, lambda resume: train(model, tokenizer, traj, phase2, resume=resume))
     save_checkpoint(model, tokenizer, cfg.out / "cllm", phase2, join_logs(log1, log2),
@@ -230,7 +242,7 @@ def run(cfg: PipelineConfig = PipelineConfig(), folder: Path = Path("runs/pipeli
     """The pipeline, or one stage of it, resuming after the stages an earlier run in `folder`
     finished; returns the wall time of each stage in seconds. Round 1's trajectories come
     first; on CPU with workers > 1, Jacobi Forcing's two rounds then train side by side with
-    the CLLM-style baseline followed by the ablation."""
+    the CLLM baseline followed by the ablation."""
     work = Work(folder)
     round1_trajectories(cfg, work)
     if stage != "all":

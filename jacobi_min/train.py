@@ -24,6 +24,10 @@ the response (see `packing`), runs ONE forward and minimises λ·L_AR + L_c
   under Jacobi Forcing's λ and optimiser settings.
 
 Named departures, each measured in docs/results.md (the controls):
+`adam_eps` is AdamW's ε. Adam moves a weight by lr·m̂/(√v̂ + ε): with torch's
+ε = 1e-8 a weight whose gradient is only noise (|m̂| ≈ √v̂) still moves about
+lr per step, and the base's median per-weight gradient under this loss is
+~5e-4, so ε = 1e-4 damps exactly those weights (measured: docs/results.md).
 `consistency_on` lists the length buckets whose examples get noisy blocks (the
 others train on the AR loss alone; `()` is AR-only training on the same
 packed batches), `ar_on_prompt=False` keeps only the answer's tokens in the AR
@@ -87,6 +91,7 @@ class TrainConfig:
     lr: float = 3e-4
     warmup_frac: float = 0.03
     weight_decay: float = 0.0
+    adam_eps: float = 1e-8  # AdamW's ε (torch's default); 1e-4 keeps noise-only gradients from moving weights
     lam: float = 10.0  # λ, weight of the AR loss
     eval_every: int = 200
     eval_problems: int = 40
@@ -235,7 +240,7 @@ def train(model, tokenizer, trajectories: list[dict], cfg: TrainConfig, out_dir:
     held_out = task.problems("test", cfg.eval_problems, seed=1)
     trainable = trainable_parameters(model, cfg.freeze_embeddings)
     net = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
-    opt = torch.optim.AdamW(trainable, lr=cfg.lr, betas=(0.9, 0.95), weight_decay=cfg.weight_decay)
+    opt = torch.optim.AdamW(trainable, lr=cfg.lr, betas=(0.9, 0.95), eps=cfg.adam_eps, weight_decay=cfg.weight_decay)
     warmup = max(1, math.ceil(cfg.warmup_frac * cfg.steps))
     log, start = [], time.time()
     if world > 1:

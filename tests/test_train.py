@@ -96,7 +96,7 @@ def test_save_checkpoint_writes_half_precision_and_leaves_the_model_as_it_was(tm
 
 
 def test_pipeline_runs_end_to_end_on_a_few_prompts_and_resumes(tmp_path, monkeypatch):
-    """Both rounds, the CLLM-style baseline under the same two-phase schedule, and the ablation;
+    """Both rounds, the CLLM baseline under the same two-phase schedule, and the ablation;
     a rerun after an interruption resumes after the finished stages (it collects nothing and leaves
     their files untouched) and ends with the same weights."""
     tiny = TrainConfig(steps=3, batch_size=2, eval_every=10**9, eval_problems=2)
@@ -128,7 +128,9 @@ def test_pipeline_runs_end_to_end_on_a_few_prompts_and_resumes(tmp_path, monkeyp
         model, tokenizer = jacobi_min.load(cfg.out / name)
         prompt = tokenizer(task.problems("test", 1)[0].prompt)["input_ids"]
         assert jacobi_min.jacobi_decode(model, prompt, 16, 40).tokens == generate_greedy(model, prompt, 40)
-    assert json.loads((cfg.out / "cllm" / "train_config.json").read_text())["phase1"]["lr"] == 5e-4
+    cllm = json.loads((cfg.out / "cllm" / "train_config.json").read_text())
+    assert cllm["phase1"]["lr"] == 5e-4 and cllm["phase1"]["method"] == cllm["config"]["method"] == "cllm"
+    assert cllm["config"]["label_smoothing"] == train_module.CLLM["label_smoothing"]
     ablation = json.loads((cfg.results / "ablation.json").read_text())
     assert {name: [r["seed"] for r in runs] for name, runs in ablation["runs"].items()} == {"progressive": [0, 1], "λ = 2": [0]}
 
@@ -206,6 +208,31 @@ def test_loss_falls_and_parameters_change_on_a_fixed_batch(trajectory_file):
     assert sum(not torch.equal(before[k], v) for k, v in model.state_dict().items()) == len(before)
 
 
+@pytest.mark.parametrize("eps", [1e-8, 1e-2])
+def test_adams_epsilon_bounds_the_first_step_of_a_weight_with_a_small_gradient(trajectory_file, eps):
+    """Adam's first step is lr·g/(|g| + ε) per weight: about lr whatever the gradient when ε is
+    tiny (torch's 1e-8), and far less than lr for the base's typical gradients (~5e-4) at ε = 1e-2."""
+    model, tokenizer = jacobi_min.load()
+    before = torch.cat([p.detach().flatten().clone() for p in model.parameters()])
+    lr = 1e-3
+    train(model, tokenizer, trajectories.load(trajectory_file), TrainConfig(steps=1, lr=lr, adam_eps=eps, eval_problems=0),
+          progress=False)
+    moved = (torch.cat([p.detach().flatten() for p in model.parameters()]) - before).abs()
+    assert moved.max() <= lr * (1 + 1e-3)  # float32 rounding of w + Δ at |w| ≈ 1
+    if eps == 1e-8:
+        assert moved.median() > 0.9 * lr
+    else:
+        assert moved.median() < lr / 10
+
+
+def test_the_pipelines_recipe_is_the_chosen_one():
+    """Both rounds: λ = 10, lr 5e-4, AdamW ε = 1e-4, random schedule offset, over 4,000 prompts."""
+    cfg = pipeline.PipelineConfig()
+    for stage, steps in ((cfg.round1, 1600), (cfg.round2, 800)):
+        assert stage == TrainConfig(steps=steps, lr=5e-4, lam=10.0, adam_eps=1e-4, random_offset=True)
+    assert (cfg.train_prompts, cfg.round1_block, cfg.round2_block) == (4000, 16, 32)
+
+
 def test_a_training_seed_and_lambda_change_every_training_stage_and_nothing_else():
     cfg = pipeline.PipelineConfig()
     seeded = pipeline.with_training(cfg, 2, lam=10.0)
@@ -281,9 +308,11 @@ def test_the_train_command_passes_every_option_to_the_config():
     from jacobi_min.__main__ import build_parser, train_config
     args = build_parser().parse_args(["train", "--trajectories", "t", "--out", "o", "--method", "cllm", "--lam", "7",
                                       "--label-smoothing", "0.1", "--answer-only-ar", "--consistency-on", "long",
-                                      "--seed", "3", "--lr", "1e-4", "--eval-every", "50"])
+                                      "--seed", "3", "--lr", "1e-4", "--eval-every", "50", "--adam-eps", "1e-4",
+                                      "--random-offset"])
     assert train_config(args) == TrainConfig(method="cllm", lam=7.0, label_smoothing=0.1, ar_on_prompt=False,
-                                             consistency_on=("long",), seed=3, lr=1e-4, eval_every=50)
+                                             consistency_on=("long",), seed=3, lr=1e-4, eval_every=50, adam_eps=1e-4,
+                                             random_offset=True)
     ar_only = build_parser().parse_args(["train", "--trajectories", "t", "--out", "o", "--ar-only"])
     assert train_config(ar_only) == TrainConfig(consistency_on=())
 
