@@ -159,7 +159,8 @@ def pipeline_commands(commands) -> None:
     p.add_argument("--labels", nargs="+", help="names the models are recorded under (default: --models)")
     p.add_argument("--out", type=Path, help="JSON file for the scores")
 
-    p = commands.add_parser("pipeline", help="progressive Jacobi Forcing (2 rounds) + CLLM baseline + ablation (~75 min)")
+    p = commands.add_parser("pipeline", help="progressive Jacobi Forcing (2 rounds) + CLLM baseline + ablation "
+                                "(--stage jacobi-forcing: about 2 h on 2 cores)")
     p.add_argument("--work", type=Path, default=Path("runs/pipeline"),
                    help="trajectories and finished stages; a rerun resumes after the last finished stage")
     p.add_argument("--base", default="base", help="model to start from (embedded name, directory, alias or hub id)")

@@ -104,6 +104,19 @@ class Work:
     def done(self, name: str, start: float) -> None:
         atomic_write(self.folder / f"{name}.done", str(round(time.time() - start)))
 
+    def settle(self, name: str, settings: dict) -> None:
+        """Record the settings stage `name` is made with; a ValueError when the folder already holds
+        that stage (finished or interrupted) made with other settings, which a rerun would reuse."""
+        path = self.folder / f"{name}.settings.json"
+        text = json.dumps(settings, sort_keys=True, default=str)
+        if path.exists() and path.read_text() != text:
+            old, new = flat(json.loads(path.read_text())), flat(json.loads(text))
+            changed = sorted(k for k in {*old, *new} if old.get(k) != new.get(k))
+            raise ValueError(f"{self.folder} holds stage '{name}' made with other settings ({', '.join(changed)} differ): "
+                             "give this run another --work folder")
+        if not path.exists():
+            atomic_write(path, text)
+
     def trajectories(self, name: str, make) -> list[dict]:
         """The trajectories `make()` returns, from `name`.jsonl when an earlier run finished them."""
         path = self.folder / f"{name}.jsonl"
@@ -139,12 +152,22 @@ class Work:
         return log
 
 
+def flat(settings: dict, prefix: str = "") -> dict:
+    """{"round1": {"seed": 0}} as {"round1.seed": 0}."""
+    out = {}
+    for key, value in settings.items():
+        out.update(flat(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}": value})
+    return out
+
+
 def atomic_write(path: Path, text: str) -> None:
     path.with_suffix(".tmp").write_text(text)
     path.with_suffix(".tmp").replace(path)
 
 
 def round1_trajectories(cfg: PipelineConfig, work: Work) -> list[dict]:
+    work.settle("round1", {"base": cfg.base, "prompts": cfg.train_prompts, "seed": cfg.seed,
+                           "block": cfg.round1_block, "max_new_tokens": cfg.max_new_tokens})
     model, tokenizer = load(cfg.base, cfg.device)
     return work.trajectories("round1", lambda: collect(model, tokenizer, cfg, cfg.round1_block, "trajectories n=16 (base)"))
 
@@ -153,6 +176,10 @@ def jacobi_forcing(cfg: PipelineConfig, work: Work) -> None:
     """Round 1 then round 2; the checkpoint records the settings and each stage's wall time."""
     traj1 = round1_trajectories(cfg, work)
     model, tokenizer = load(cfg.base, cfg.device)
+    round1, round2 = asdict(cfg.round1), asdict(cfg.round2)
+    work.settle("train_round1", {"round1": round1})
+    work.settle("round2", {"round1": round1, "block": cfg.round2_block})
+    work.settle("train_round2", {"round1": round1, "round2": round2})
     log1 = work.training("train_round1", model, lambda resume: train(model, tokenizer, traj1, cfg.round1, resume=resume))
     traj2 = work.trajectories("round2", lambda: collect(model, tokenizer, cfg, cfg.round2_block, "trajectories n=32 (round 1)"))
     log2 = work.training("train_round2", model, lambda resume: train(model, tokenizer, traj2, cfg.round2, resume=resume))
@@ -172,6 +199,8 @@ def cllm(cfg: PipelineConfig, work: Work) -> None:
     cllm_settings = {k: v for k, v in CLLM.items() if k != "lam"}  # λ: the pipeline's, for the frontier
     phase1 = replace(cfg.round1, **cllm_settings)
     phase2 = replace(cfg.round2, **cllm_settings, seed=cfg.round2.seed + 1)  # else it redraws phase 1's batches
+    work.settle("cllm_phase1", {"phase1": asdict(phase1)})
+    work.settle("cllm_phase2", {"phase1": asdict(phase1), "phase2": asdict(phase2)})
     log1 = work.training("cllm_phase1", model, lambda resume: train(model, tokenizer, traj, phase1, resume=resume))
     log2 = work.training("cllm_phase2", model, lambda resume: train(model, tokenizer, traj, phase2, resume=resume))
     save_checkpoint(model, tokenizer, cfg.out / "cllm", phase2, join_logs(log1, log2),

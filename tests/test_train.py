@@ -98,7 +98,8 @@ def test_save_checkpoint_writes_half_precision_and_leaves_the_model_as_it_was(tm
 def test_pipeline_runs_end_to_end_on_a_few_prompts_and_resumes(tmp_path, monkeypatch):
     """Both rounds, the CLLM baseline under the same two-phase schedule, and the ablation;
     a rerun after an interruption resumes after the finished stages (it collects nothing and leaves
-    their files untouched) and ends with the same weights."""
+    their files untouched) and ends with the same weights; a rerun with other training settings in
+    the same folder is refused instead of reusing the finished stages."""
     tiny = TrainConfig(steps=3, batch_size=2, eval_every=10**9, eval_problems=2)
     cfg = pipeline.PipelineConfig(train_prompts=4, max_new_tokens=64, round1=replace(tiny, lr=5e-4),
                                   round2=replace(tiny, lr=2e-4, lam=20.0), ablation={"progressive": {}, "λ = 2": {"lam": 2.0}},
@@ -133,6 +134,8 @@ def test_pipeline_runs_end_to_end_on_a_few_prompts_and_resumes(tmp_path, monkeyp
     assert cllm["config"]["label_smoothing"] == train_module.CLLM["label_smoothing"]
     ablation = json.loads((cfg.results / "ablation.json").read_text())
     assert {name: [r["seed"] for r in runs] for name, runs in ablation["runs"].items()} == {"progressive": [0, 1], "λ = 2": [0]}
+    with pytest.raises(ValueError, match=r"stage 'train_round1' made with other settings \(round1.seed differ\)"):
+        pipeline.run(pipeline.with_training(cfg, 1), tmp_path / "work", stage="jacobi-forcing")  # would reuse seed 0's
 
 
 @pytest.mark.parametrize("argv", [["eval", "--problems", "0"], ["demo", "--problems", "0"], ["train-base", "--steps", "0"],
