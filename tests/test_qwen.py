@@ -307,7 +307,7 @@ def test_recipe_end_to_end_on_the_real_model(qwen_model, datasets, tmp_path):
     model, tokenizer = jacobi_min.load(tmp_path / "work" / "jacobi-forcing")
     ids = recipe.question_ids(tokenizer, cfg.eval_start, 1)[0]
     assert jacobi_min.jacobi_decode(model, ids, 4, 12).tokens == reference(model, ids, 12)
-    frozen = jacobi_min.load(qwen.ALIAS)[0]
+    frozen = qwen_model[0]  # the fixture: the same converted copy in float32, never trained
     assert torch.equal(model.lm_head.weight, frozen.lm_head.weight.half().float())  # the head stayed frozen
     for stage, m in (("before", frozen), ("after", model)):  # each recorded trajectory ends at its model's greedy output
         blocks = summary["trajectory"][stage]
