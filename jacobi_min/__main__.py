@@ -236,7 +236,8 @@ def measuring_commands(commands) -> None:
 def train_config(args) -> TrainConfig:
     """The `train` command's TrainConfig."""
     return TrainConfig(method=args.method, schedule=args.schedule, window=args.window, random_offset=args.random_offset,
-                       steps=args.steps, lr=args.lr, adam_eps=args.adam_eps, lam=args.lam, label_smoothing=args.label_smoothing, ar_on_prompt=not args.answer_only_ar,
+                       steps=args.steps, lr=args.lr, adam_eps=args.adam_eps, lam=args.lam,
+                       label_smoothing=args.label_smoothing, ar_on_prompt=not args.answer_only_ar,
                        consistency_on=() if args.ar_only else tuple(args.consistency_on), batch_size=args.batch_size, seed=args.seed,
                        eval_problems=args.eval_problems, eval_every=args.eval_every)
 

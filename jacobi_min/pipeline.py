@@ -10,7 +10,7 @@
 The recipe (both rounds: λ = 10, lr 5e-4, AdamW ε = 1e-4, random schedule
 offset, 4,000 prompts) is the one the controls chose on the embedded base
 (docs/results.md, "Choosing the recipe"). Decision: the official trainer
-runs one epoch at lr 1e-5 on a 7B model; a tiny model trained from scratch at
+runs one epoch at lr 1e-6 on a 7B model; a tiny model trained from scratch at
 lr 2e-3 needs lr 5e-4 for 1,600 + 800 steps (about three passes over the
 4,000 trajectories) to lift TPF, and AdamW's ε = 1e-4 (not 1e-8) is what keeps
 that from costing answers. λ = 10 is the official AR weight.
@@ -109,13 +109,13 @@ class Work:
         that stage (finished or interrupted) made with other settings, which a rerun would reuse."""
         path = self.folder / f"{name}.settings.json"
         text = json.dumps(settings, sort_keys=True, default=str)
-        if path.exists() and path.read_text() != text:
+        if not path.exists():
+            atomic_write(path, text)
+        elif path.read_text() != text:
             old, new = flat(json.loads(path.read_text())), flat(json.loads(text))
             changed = sorted(k for k in {*old, *new} if old.get(k) != new.get(k))
             raise ValueError(f"{self.folder} holds stage '{name}' made with other settings ({', '.join(changed)} differ): "
                              "give this run another --work folder")
-        if not path.exists():
-            atomic_write(path, text)
 
     def trajectories(self, name: str, make) -> list[dict]:
         """The trajectories `make()` returns, from `name`.jsonl when an earlier run finished them."""
