@@ -107,6 +107,9 @@ def training_commands(commands) -> None:
     p.add_argument("--out", type=Path, default=Path("runs/base"),
                    help="resumes from OUT/resume.pt when present; jacobi_min/checkpoints/base rebuilds the shipped model")
     p.add_argument("--steps", type=at_least(1), default=tiny.BaseConfig.steps)
+    p.add_argument("--init", default="", help="continue from this checkpoint (its tokenizer kept) with a new warm-up and cosine")
+    p.add_argument("--lr", type=float, default=tiny.BaseConfig.lr, help="peak learning rate")
+    p.add_argument("--seed", type=int, default=tiny.BaseConfig.seed, help="seed of the training problems and the order")
 
     p = commands.add_parser("collect", help="record Jacobi trajectories of training prompts (JSON lines)")
     model_args(p)
@@ -322,7 +325,8 @@ def main(argv=None):
 
 
 def train_base_command(args) -> None:
-    print(tiny.train_base(args.out, replace(tiny.BaseConfig(), steps=args.steps)))
+    cfg = replace(tiny.BaseConfig(), steps=args.steps, init=args.init, lr=args.lr, seed=args.seed)
+    print(tiny.train_base(args.out, cfg))
 
 
 def bench_command(args) -> None:

@@ -15,6 +15,10 @@ Three pieces, each rebuilt by `python -m jacobi_min train-base`:
    the three length buckets in equal numbers; each step draws one bucket and
    fills about `tokens_per_step` tokens from it, so a batch of short answers
    is not padded to the length of a long one.
+
+`train-base --init DIR` continues a trained checkpoint instead (its tokenizer
+kept, the weights in float32) for a second warm-up and cosine cycle on freshly
+drawn problems (`--seed`), at its own peak `--lr`.
 """
 import json
 import math
@@ -50,6 +54,7 @@ class BaseConfig:
     warmup: int = 100
     weight_decay: float = 0.1
     seed: int = 0
+    init: str = ""  # a checkpoint to continue from (its tokenizer kept), for a second warm-up + cosine cycle
 
 
 def build_tokenizer(texts: list[str], vocab_size: int) -> Qwen2Tokenizer:
@@ -123,8 +128,7 @@ def train_base(out_dir: Path, cfg: BaseConfig = BaseConfig()) -> dict:
     """Tokenizer + tiny Qwen2 trained from scratch; writes checkpoint and log to out_dir."""
     torch.manual_seed(cfg.seed)
     train = task.problems("train", cfg.train_problems, seed=cfg.seed)
-    tokenizer = build_tokenizer([p.prompt + p.completion for p in train], cfg.vocab_size)
-    model = build_model(cfg, tokenizer)
+    tokenizer, model = starting_point(cfg, train)
     groups = length_groups([encode(tokenizer, p) for p in train], train)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.95), weight_decay=cfg.weight_decay)
     gen = torch.Generator().manual_seed(cfg.seed)
@@ -159,6 +163,17 @@ def train_base(out_dir: Path, cfg: BaseConfig = BaseConfig()) -> dict:
     (out_dir / "train_log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in log))
     resume.unlink(missing_ok=True)
     return summary
+
+
+def starting_point(cfg: BaseConfig, train: list[task.Problem]):
+    """A new tokenizer and a randomly initialised model, or `cfg.init`'s, continued in float32."""
+    if not cfg.init:
+        tokenizer = build_tokenizer([p.prompt + p.completion for p in train], cfg.vocab_size)
+        return tokenizer, build_model(cfg, tokenizer)
+    if not (Path(cfg.init) / "config.json").exists():
+        raise FileNotFoundError(f"no checkpoint to continue from at {cfg.init} (config.json missing)")
+    tokenizer = Qwen2Tokenizer.from_pretrained(cfg.init)
+    return tokenizer, Qwen2ForCausalLM.from_pretrained(cfg.init, dtype=torch.float32)
 
 
 def snapshot(path: Path, model, opt, log: list[dict], **state) -> None:

@@ -131,11 +131,28 @@ def test_train_base_resumed_after_an_interruption_equals_an_uninterrupted_run(tm
     assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
 
 
+def test_train_base_continues_a_checkpoint_with_its_tokenizer(tmp_path):
+    """--init starts from the checkpoint's weights and keeps its tokenizer: at lr 0 nothing moves, at lr > 0 only the weights do."""
+    tiny.train_base(tmp_path / "first", SMALL)
+    still = replace(SMALL, init=str(tmp_path / "first"), lr=0.0, seed=1)
+    tiny.train_base(tmp_path / "still", still)
+    tiny.train_base(tmp_path / "moved", replace(still, lr=1e-3))
+    weights = {d: load_file(tmp_path / d / "model.safetensors") for d in ("first", "still", "moved")}
+    assert all(torch.equal(weights["first"][k], weights["still"][k]) for k in weights["first"])
+    assert not all(torch.equal(weights["first"][k], weights["moved"][k]) for k in weights["first"])
+    vocabs = {d: json.loads((tmp_path / d / "tokenizer.json").read_text())["model"]["vocab"] for d in weights}
+    assert vocabs["first"] == vocabs["still"] == vocabs["moved"]
+    with pytest.raises(FileNotFoundError, match="no checkpoint to continue from at .*nowhere"):
+        tiny.train_base(tmp_path / "x", replace(SMALL, init=str(tmp_path / "nowhere")))
+
+
 def test_train_base_command_trains_for_the_given_steps(tmp_path, monkeypatch):
     calls = record(monkeypatch, tiny, "train_base", returns={"parameters": 1})
     main(["train-base", "--steps", "3", "--out", str(tmp_path)])
     (out, cfg), _ = calls[0]
     assert out == tmp_path and cfg == tiny.BaseConfig(steps=3)
+    main(["train-base", "--steps", "3", "--out", str(tmp_path), "--init", "ckpt", "--lr", "1e-3", "--seed", "2"])
+    assert calls[1][0][1] == tiny.BaseConfig(steps=3, init="ckpt", lr=1e-3, seed=2)
 
 
 def test_animate_writes_one_frame_per_state_of_the_slowest_block(base, tmp_path, capsys):
