@@ -110,6 +110,8 @@ def training_commands(commands) -> None:
     p.add_argument("--init", default="", help="continue from this checkpoint (its tokenizer kept) with a new warm-up and cosine")
     p.add_argument("--lr", type=float, default=tiny.BaseConfig.lr, help="peak learning rate")
     p.add_argument("--seed", type=int, default=tiny.BaseConfig.seed, help="seed of the training problems and the order")
+    p.add_argument("--bucket-weights", type=float, nargs=3, default=tiny.BaseConfig.bucket_weights,
+                   metavar=("SHORT", "MEDIUM", "LONG"), help="how often each step draws from each length bucket")
 
     p = commands.add_parser("collect", help="record Jacobi trajectories of training prompts (JSON lines)")
     model_args(p)
@@ -325,7 +327,8 @@ def main(argv=None):
 
 
 def train_base_command(args) -> None:
-    cfg = replace(tiny.BaseConfig(), steps=args.steps, init=args.init, lr=args.lr, seed=args.seed)
+    cfg = replace(tiny.BaseConfig(), steps=args.steps, init=args.init, lr=args.lr, seed=args.seed,
+                  bucket_weights=tuple(args.bucket_weights))
     print(tiny.train_base(args.out, cfg))
 
 
