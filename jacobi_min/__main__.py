@@ -112,6 +112,7 @@ def training_commands(commands) -> None:
     p.add_argument("--seed", type=int, default=tiny.BaseConfig.seed, help="seed of the training problems and the order")
     p.add_argument("--bucket-weights", type=float, nargs=3, default=tiny.BaseConfig.bucket_weights,
                    metavar=("SHORT", "MEDIUM", "LONG"), help="how often each step draws from each length bucket")
+    p.add_argument("--layers", type=at_least(1), default=tiny.BaseConfig.layers, help="transformer layers of a new model")
 
     p = commands.add_parser("collect", help="record Jacobi trajectories of training prompts (JSON lines)")
     model_args(p)
@@ -328,7 +329,7 @@ def main(argv=None):
 
 def train_base_command(args) -> None:
     cfg = replace(tiny.BaseConfig(), steps=args.steps, init=args.init, lr=args.lr, seed=args.seed,
-                  bucket_weights=tuple(args.bucket_weights))
+                  bucket_weights=tuple(args.bucket_weights), layers=args.layers)
     print(tiny.train_base(args.out, cfg))
 
 

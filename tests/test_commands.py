@@ -152,8 +152,9 @@ def test_train_base_command_trains_for_the_given_steps(tmp_path, monkeypatch):
     (out, cfg), _ = calls[0]
     assert out == tmp_path and cfg == tiny.BaseConfig(steps=3)
     main(["train-base", "--steps", "3", "--out", str(tmp_path), "--init", "ckpt", "--lr", "1e-3", "--seed", "2",
-          "--bucket-weights", "0.7", "0.15", "0.15"])
-    assert calls[1][0][1] == tiny.BaseConfig(steps=3, init="ckpt", lr=1e-3, seed=2, bucket_weights=(0.7, 0.15, 0.15))
+          "--bucket-weights", "0.7", "0.15", "0.15", "--layers", "6"])
+    assert calls[1][0][1] == tiny.BaseConfig(steps=3, init="ckpt", lr=1e-3, seed=2, bucket_weights=(0.7, 0.15, 0.15),
+                                             layers=6)
 
 
 def test_animate_writes_one_frame_per_state_of_the_slowest_block(base, tmp_path, capsys):
