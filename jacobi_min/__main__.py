@@ -288,8 +288,12 @@ def animate_command(args) -> None:
 
 
 def embedded_prompt(text: str) -> str:
-    """A plain question in the embedded models' one prompt format; a formatted prompt as it is."""
-    return text if text.lstrip().startswith("Question:") else task.format_prompt(text.strip())
+    """The embedded models' one prompt format around a question typed with or without its
+    "Question:" label (the models never saw a question without the "Answer:" line after it);
+    a prompt that already has that line, as it is."""
+    if "\nAnswer:" in text:
+        return text
+    return task.format_prompt(text.strip().removeprefix("Question:").strip())
 
 
 def eval_command(args) -> None:

@@ -157,6 +157,15 @@ def test_train_base_command_trains_for_the_given_steps(tmp_path, monkeypatch):
                                              layers=6)
 
 
+def test_a_question_typed_with_or_without_its_label_gets_the_answer_line():
+    """A newcomer types "Question: …?" without the "Answer:" line the models were trained to see."""
+    from jacobi_min.__main__ import embedded_prompt
+    question = "Mia has 45 stickers. Mia gives 17 stickers to Ben. How many stickers does Mia have now?"
+    formatted = task.format_prompt(question)
+    assert embedded_prompt(question) == embedded_prompt(f"Question: {question}") == embedded_prompt(f" Question:{question}\n") == formatted
+    assert embedded_prompt(formatted) == formatted and embedded_prompt(formatted + " Mia") == formatted + " Mia"
+
+
 def test_animate_writes_one_frame_per_state_of_the_slowest_block(base, tmp_path, capsys):
     from PIL import Image
 
