@@ -162,7 +162,8 @@ def test_a_question_typed_with_or_without_its_label_gets_the_answer_line():
     from jacobi_min.__main__ import embedded_prompt
     question = "Mia has 45 stickers. Mia gives 17 stickers to Ben. How many stickers does Mia have now?"
     formatted = task.format_prompt(question)
-    assert embedded_prompt(question) == embedded_prompt(f"Question: {question}") == embedded_prompt(f" Question:{question}\n") == formatted
+    typed = [question, f"Question: {question}", f" Question:{question}\n"]
+    assert [embedded_prompt(text) for text in typed] == [formatted] * 3
     assert embedded_prompt(formatted) == formatted and embedded_prompt(formatted + " Mia") == formatted + " Mia"
 
 
