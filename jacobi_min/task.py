@@ -3,7 +3,7 @@
 Two families, one format: a question, a worked solution of one equation per
 step, and a final line ``#### <answer>``, as in GSM8K.
 
-- story (short answers): a chain of 2-4 arithmetic steps on one quantity,
+- story (short answers): a chain of 1-4 arithmetic steps on one quantity,
 
       Question: Mia has 7 apples. Mia buys 3 bags with 4 apples in each bag. ...
       Answer: Mia starts with 7 apples. 3 * 4 = 12. 7 + 12 = 19. ...
@@ -41,9 +41,25 @@ from dataclasses import dataclass
 
 
 NAMES = ["Mia", "Ben", "Ava", "Leo", "Zoe", "Sam", "Ivy", "Max", "Lily", "Noah",
-         "Emma", "Omar", "Ruby", "Finn", "Nora", "Jack", "Ella", "Theo", "Maya", "Luke"]
+         "Emma", "Omar", "Ruby", "Finn", "Nora", "Jack", "Ella", "Theo", "Maya", "Luke",
+         "Tom", "Ann", "Amy", "Bob", "Dan", "Eve", "Gus", "Hal", "Ian", "Jay",
+         "Kim", "Lee", "Meg", "Ned", "Pam", "Ray", "Sue", "Ted", "Una", "Val",
+         "Wes", "Zac", "Abby", "Adam", "Alex", "Amir", "Anna", "Aria", "Beth", "Bill",
+         "Cara", "Carl", "Chen", "Cody", "Dana", "Dave", "Dina", "Drew", "Eden", "Eli",
+         "Erin", "Ezra", "Fay", "Gina", "Greg", "Hana", "Hugo", "Iris", "Isla", "Ivan",
+         "Jade", "Jake", "Jane", "Joel", "John", "Jose", "Kai", "Kara", "Kate", "Kyle",
+         "Lana", "Lara", "Liam", "Lina", "Lisa", "Lucy", "Mark", "Mary", "Matt", "Mila",
+         "Nick", "Nina", "Noor", "Olga", "Owen", "Paul", "Pete", "Priya", "Quinn", "Raj",
+         "Rosa", "Rose", "Ryan", "Sara", "Sean", "Seth", "Tara", "Tess", "Tina", "Toby",
+         "Vera", "Wade", "Will", "Yara", "Yuki", "Zara", "Aiden", "Alice", "Bella", "Chloe",
+         "Clara", "Daisy", "David", "Diego", "Elena", "Emily", "Felix", "Grace", "Hazel", "Henry",
+         "Jonas", "Julia", "Kevin", "Laura", "Lucas", "Mateo", "Oscar", "Peter", "Sofia", "Susan",
+         "Victor", "Wendy", "Xavier", "Yusuf", "Zane", "Oliver", "Sophie"]
 ITEMS = ["apples", "marbles", "stickers", "books", "cookies", "pencils", "shells",
-         "stamps", "cards", "coins", "eggs", "toys", "beads", "flowers", "candies"]
+         "stamps", "cards", "coins", "eggs", "toys", "beads", "flowers", "candies",
+         "balloons", "buttons", "crayons", "erasers", "grapes", "lemons", "muffins", "oranges",
+         "peaches", "plums", "ribbons", "rocks", "seeds", "socks", "spoons", "tickets",
+         "cupcakes", "pebbles", "potatoes", "rings", "nuts", "bottles", "feathers", "puzzles", "keys"]
 CONTAINERS = ["bags", "boxes", "packs", "jars", "baskets"]
 MAX_VALUE = 99
 TEST_FRACTION = 10  # one arithmetic chain in ten belongs to the test split
@@ -103,9 +119,9 @@ def _step(rng, x, name, item):
 
 
 def _story(rng) -> tuple[Problem, tuple]:
-    """One short problem with 2-4 equations; returns it with its arithmetic signature."""
+    """One short problem with 1-4 equations; returns it with its arithmetic signature."""
     name, item = rng.choice(NAMES), rng.choice(ITEMS)
-    steps = rng.randint(2, 4)
+    steps = rng.randint(1, 4)
     x = rng.randint(2, 50)
     start, sentences, equations, signature = x, [], [], [x]
     while len(equations) < steps:

@@ -45,8 +45,8 @@ class BaseConfig:
     heads: int = 4
     kv_heads: int = 2
     context: int = 640
-    train_problems: int = 60000
-    steps: int = 2000
+    train_problems: int = 120000
+    steps: int = 3600
     tokens_per_step: int = 8192
     bucket_weights: tuple[float, ...] = (0.4, 0.3, 0.3)  # short, medium, long: the short stories need the most
     save_every: int = 100  # steps between resume snapshots

@@ -37,6 +37,15 @@ def test_answer_length_counts_qwen2_pre_tokens():
                 assert [m.span() for m in task._PRETOKEN.finditer(text)] == [span for _, span in pre_tokenizer.pre_tokenize_str(text)]
 
 
+def test_short_stories_take_one_to_four_steps_with_any_of_many_names():
+    """A newcomer's first question (one step, "Tom gives 17 stickers to Ann") is in the task's distribution."""
+    problems = task.problems("train", 400, seed=2, length="short")
+    assert {len(task.EQUATION.findall(p.solution)) for p in problems} == {1, 2, 3, 4}
+    assert {"Tom", "Ann", "Mia", "Ben"} <= set(task.NAMES) and len(set(task.NAMES)) == len(task.NAMES) >= 100
+    assert len(set(task.ITEMS)) == len(task.ITEMS) >= 40
+    assert len({p.question.split()[0] for p in problems}) >= 80
+
+
 def test_mix_draws_every_bucket():
     counts = {name: 0 for name in task.BUCKETS}
     for p in task.problems("train", 600, length="mix"):

@@ -125,12 +125,12 @@ def test_pipeline_runs_end_to_end_on_a_few_prompts_and_resumes(tmp_path, monkeyp
         assert [r.get("round", 1) for r in log] == [1, 1, 1, 1, 2, 2, 2, 2]
         assert all(math.isfinite(r["loss"]) for r in log if r["step"] > 0 and "loss" in r)
         saved = json.loads((cfg.out / name / "train_config.json").read_text())
-        assert (saved["config"]["lr"], saved["config"]["lam"]) == (2e-4, 20.0)
+        assert (saved["config"]["lr"], saved["config"]["lam"]) == ((2e-4 if name == "jacobi-forcing" else 5e-4), 20.0)
         model, tokenizer = jacobi_min.load(cfg.out / name)
         prompt = tokenizer(task.problems("test", 1)[0].prompt)["input_ids"]
         assert jacobi_min.jacobi_decode(model, prompt, 16, 40).tokens == generate_greedy(model, prompt, 40)
     cllm = json.loads((cfg.out / "cllm" / "train_config.json").read_text())
-    assert cllm["phase1"]["lr"] == 5e-4 and cllm["phase1"]["method"] == cllm["config"]["method"] == "cllm"
+    assert cllm["phase1"]["lr"] == cllm["config"]["lr"] == 5e-4 and cllm["phase1"]["method"] == cllm["config"]["method"] == "cllm"
     assert cllm["config"]["label_smoothing"] == train_module.CLLM["label_smoothing"]
     ablation = json.loads((cfg.results / "ablation.json").read_text())
     assert {name: [r["seed"] for r in runs] for name, runs in ablation["runs"].items()} == {"progressive": [0, 1], "λ = 2": [0]}
@@ -229,10 +229,10 @@ def test_adams_epsilon_bounds_the_first_step_of_a_weight_with_a_small_gradient(t
 
 
 def test_the_pipelines_recipe_is_the_chosen_one():
-    """Both rounds: λ = 10, lr 5e-4, AdamW ε = 1e-4, random schedule offset, over 4,000 prompts."""
+    """Both rounds: λ = 10, AdamW ε = 1e-4, random schedule offset, over 4,000 prompts; lr 5e-4, then 3e-4."""
     cfg = pipeline.PipelineConfig()
-    for stage, steps in ((cfg.round1, 1600), (cfg.round2, 800)):
-        assert stage == TrainConfig(steps=steps, lr=5e-4, lam=10.0, adam_eps=1e-4, random_offset=True)
+    for stage, steps, lr in ((cfg.round1, 1600, 5e-4), (cfg.round2, 800, 3e-4)):
+        assert stage == TrainConfig(steps=steps, lr=lr, lam=10.0, adam_eps=1e-4, random_offset=True)
     assert (cfg.train_prompts, cfg.round1_block, cfg.round2_block) == (4000, 16, 32)
 
 
