@@ -121,7 +121,7 @@ def training_commands(commands) -> None:
     p.add_argument("--max-new-tokens", type=at_least(1), default=task.MAX_ANSWER_TOKENS)
     p.add_argument("--out", type=Path, required=True)
 
-    p = commands.add_parser("train", help="train on trajectories: Jacobi Forcing or the CLLM-style baseline")
+    p = commands.add_parser("train", help="train on trajectories: Jacobi Forcing, CLLM or the CLLM-style variant")
     model_args(p)
     p.add_argument("--trajectories", type=Path, required=True)
     p.add_argument("--method", default="jacobi-forcing", choices=METHODS,

@@ -97,8 +97,8 @@ def methods(models: dict, cfg: BenchConfig) -> list[dict]:
     for n in cfg.block_sizes:
         rows += [
             {"method": "Jacobi (base)", "model": "base", "n": n, "run": lambda ids, n=n: jacobi_decode(base, ids, n, n_max)},
-            {"method": "CLLM-style", "model": "cllm", "n": n, "run": lambda ids, n=n: jacobi_decode(cllm, ids, n, n_max)},
-            {"method": "CLLM-style + MR", "model": "cllm", "n": n,
+            {"method": "CLLM", "model": "cllm", "n": n, "run": lambda ids, n=n: jacobi_decode(cllm, ids, n, n_max)},
+            {"method": "CLLM + MR", "model": "cllm", "n": n,
              "run": lambda ids, n=n: multiblock_decode(cllm, ids, n, n_max, **cfg.multiblock)},
             {"method": "Jacobi Forcing", "model": "jacobi-forcing", "n": n,
              "run": lambda ids, n=n: jacobi_decode(jf, ids, n, n_max)},

@@ -23,10 +23,10 @@ from .model import CHECKPOINTS
 from .plots import acceptance_histogram
 
 FIGURES = Path(__file__).parent.parent / "figures"
-JACOBI_METHODS = ["Jacobi (base)", "CLLM-style", "CLLM-style + MR", "Jacobi Forcing", "Jacobi Forcing + MR"]
+JACOBI_METHODS = ["Jacobi (base)", "CLLM", "CLLM + MR", "Jacobi Forcing", "Jacobi Forcing + MR"]
 SOURCE_KEY = "Source-SHA256"  # PNG text chunk: the digest of the figure's input files
-COLORS = {"AR": "grey", "prompt lookup": "#9467bd", "Jacobi (base)": "#1f77b4", "CLLM-style": "#ff7f0e",
-          "CLLM-style + MR": "#d4a017", "Jacobi Forcing": "#2ca02c", "Jacobi Forcing + MR": "#d62728"}
+COLORS = {"AR": "grey", "prompt lookup": "#9467bd", "Jacobi (base)": "#1f77b4", "CLLM": "#ff7f0e",
+          "CLLM + MR": "#d4a017", "Jacobi Forcing": "#2ca02c", "Jacobi Forcing + MR": "#d62728"}
 
 
 def digest(sources: list[Path]) -> str:
@@ -171,30 +171,41 @@ def ablation(data: dict):
     return fig
 
 
+def frontier_points(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The (TPF, accuracy) points no other point beats on both, in order of TPF."""
+    return sorted(p for p in points if not any(q != p and q[0] >= p[0] and q[1] >= p[1] for q in points))
+
+
 def training_runs(runs: dict, results: dict):
     """Accuracy against TPF (greedy Jacobi, n = 16) of every trained model, one panel per length
-    bucket, with the base model's accuracy and the target 2 points below it. A run whose label
-    starts with "Jacobi Forcing" is drawn as one, every other as CLLM-style labelled by what
-    follows its first comma (its λ)."""
+    bucket: each method's runs as dots (`runs["methods"]` names each run's method, `runs["shipped"]`
+    the shipped ones, circled) and its frontier as a line, the base model's accuracy, and the
+    targets 1 and 3 points below it. Each dot is labelled by what follows the first comma of its label."""
     buckets = results["buckets"]
-    fig, axes = plt.subplots(1, len(buckets), figsize=(5 * len(buckets), 4.2), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(buckets), figsize=(6 * len(buckets), 4.8), squeeze=False)
     axes = axes[0]
     for ax, (length, bucket) in zip(axes, buckets.items()):
         base = 100 * bucket["methods"][0]["accuracy"]
         ax.axhline(base, color="grey", lw=1, label="base model (AR)")
-        ax.axhline(base - 2, color="grey", ls="--", lw=1, label="target: 2 points below the base")
-        for label, row in runs["scores"].items():
-            method = "Jacobi Forcing" if label.startswith("Jacobi Forcing") else "CLLM-style"
-            x, y = row[length]["tpf"], 100 * row[length]["accuracy"]
-            ax.scatter(x, y, color=COLORS[method], zorder=3, alpha=0.7)
-            if method == "CLLM-style":
-                ax.annotate(label.split(", ", 1)[-1], (x, y), textcoords="offset points", xytext=(4, 3), fontsize=7)
+        ax.axhline(base - 1, color="grey", ls="--", lw=1, label="target: 1 point below the base")
+        ax.axhline(base - 3, color="grey", ls=":", lw=1, label="must: 3 points below the base")
+        for method in ("Jacobi Forcing", "CLLM"):
+            labels = [label for label, m in runs["methods"].items() if m == method]
+            points = [(runs["scores"][label][length]["tpf"], 100 * runs["scores"][label][length]["accuracy"])
+                      for label in labels]
+            ax.plot(*zip(*frontier_points(points)), color=COLORS[method], lw=1.5, label=f"{method}: frontier")
+            ax.scatter(*zip(*points), color=COLORS[method], zorder=3, s=18)
+            for label, (x, y) in zip(labels, points):
+                if label in runs["shipped"]:
+                    ax.scatter(x, y, s=130, facecolors="none", edgecolors="black", zorder=4)
+                ax.annotate(label.split(", ", 1)[-1], (x, y), textcoords="offset points", xytext=(4, 3), fontsize=6.5,
+                            rotation=20, color=COLORS[method])
         ax.set_xlabel(f"tokens per forward (greedy Jacobi, n = {runs['block_size']})")
         ax.set_title(f"{length} answers, {runs['problems']} held-out problems", fontsize=10)
     axes[0].set_ylabel("accuracy (%)")
-    axes[0].scatter([], [], color=COLORS["Jacobi Forcing"], label="Jacobi Forcing, one dot per training seed")
-    axes[0].scatter([], [], color=COLORS["CLLM-style"], label="CLLM-style (λ)")
-    axes[0].legend(fontsize=7, loc="lower left")
+    axes[0].scatter([], [], s=130, facecolors="none", edgecolors="black", label="shipped")
+    fig.legend(*axes[0].get_legend_handles_labels(), fontsize=8, loc="lower center", ncol=6, bbox_to_anchor=(0.5, 0.0))
+    fig.tight_layout(rect=(0, 0.09, 1, 1))
     return fig
 
 
@@ -217,10 +228,9 @@ def control_curves(data: dict):
     return fig
 
 
-def frontier(data: dict, runs: dict | None):
-    """Accuracy against TPF per length bucket: each method's λ sweep as a line (the controls, 3200
-    prompts), the base model's accuracy, and the shipped training runs (`training_runs.json`) as
-    hollow markers."""
+def frontier(data: dict):
+    """Accuracy against TPF per length bucket on the controls' base: each method's λ sweep as a
+    line (the controls, 3200 prompts) and the base model's accuracy."""
     from .controls import FRONTIERS
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2), sharey=True)
     for ax, length in zip(axes, ("short", "medium", "long")):
@@ -230,31 +240,32 @@ def frontier(data: dict, runs: dict | None):
             names = [n for n in names if n in data["arms"]]
             scores = [data["arms"][n]["scores"][length] for n in names]
             lams = ", ".join(f"{data['arms'][n]['config']['lam']:g}" for n in names)
-            color = COLORS["Jacobi Forcing" if method == "Jacobi Forcing" else "CLLM-style"]
+            color = COLORS["Jacobi Forcing" if method == "Jacobi Forcing" else "CLLM"]
             ax.plot([s["tpf"] for s in scores], [100 * s["accuracy"] for s in scores], marker="o", color=color,
                     label=f"{method}, {data['steps']} steps (λ = {lams})")
-        for label, row in (runs or {"scores": {}})["scores"].items():
-            method = "Jacobi Forcing" if label.startswith("Jacobi Forcing") else "CLLM-style"
-            ax.scatter(row[length]["tpf"], 100 * row[length]["accuracy"], facecolors="none", edgecolors=COLORS[method])
         ax.set_xlabel(f"tokens per forward (greedy Jacobi, n = {data['block_size']})")
         ax.set_title(f"{length} answers, {data['problems']} held-out problems", fontsize=10)
-    if runs:
-        for method in ("Jacobi Forcing", "CLLM-style"):
-            axes[0].scatter([], [], facecolors="none", edgecolors=COLORS[method],
-                            label=f"earlier {method} runs, full pipeline ({runs['problems']} problems)")
     axes[0].set_ylabel("accuracy (%)")
     axes[0].legend(fontsize=7, loc="lower left")
     return fig
 
 
 def training_curves(logs: dict[str, list[dict]]):
+    """Loss, held-out TPF and held-out accuracy (the training loop's 40 problems) of the shipped
+    checkpoints against training step; the dotted line is where round / phase 2 starts."""
     fig, (loss, tpf, accuracy) = plt.subplots(1, 3, figsize=(15, 4))
     for name, log in logs.items():
-        steps = [r for r in log if "loss" in r]  # step 0 holds only the scores before training
-        loss.plot([r["step"] for r in steps], [r["loss"] for r in steps], lw=0.6, label=name)
+        color = COLORS["Jacobi Forcing" if name == "jacobi-forcing" else "CLLM"]
+        steps = [r for r in log if "loss" in r]  # score-only rows: before each round's first step
+        loss.plot([r["step"] for r in steps], [r["loss"] for r in steps], lw=0.6, label=name, color=color)
         evals = [r for r in log if "tpf" in r]
-        tpf.plot([r["step"] for r in evals], [r["tpf"] for r in evals], marker="o", label=name)
-        accuracy.plot([r["step"] for r in evals], [100 * r["accuracy"] for r in evals], marker="o", label=name)
+        tpf.plot([r["step"] for r in evals], [r["tpf"] for r in evals], marker="o", label=name, color=color)
+        accuracy.plot([r["step"] for r in evals], [100 * r["accuracy"] for r in evals], marker="o", label=name,
+                      color=color)
+        second = [r["step"] for r in log if r.get("round") == 2]
+        for ax in (loss, tpf, accuracy):
+            if second:
+                ax.axvline(second[0], color="grey", ls=":", lw=1)
     loss.set_yscale("log")
     loss.set_ylabel("λ·L_AR + L_c")
     tpf.set_ylabel("held-out TPF, greedy Jacobi at n = 16")
@@ -364,8 +375,7 @@ def jobs(results_dir: Path, checkpoints: Path) -> dict[str, tuple[list[Path], ob
     if controls.exists():
         data = lambda: json.loads(controls.read_text())
         out["controls.png"] = ([controls], lambda: control_curves(data()))
-        sources = [controls, runs] if runs.exists() else [controls]
-        out["frontier.png"] = (sources, lambda: frontier(data(), json.loads(runs.read_text()) if runs.exists() else None))
+        out["frontier.png"] = ([controls], lambda: frontier(data()))
     if (results_dir / "ablation.json").exists():
         out["noise_schedule_ablation.png"] = ([results_dir / "ablation.json"],
                                               lambda: ablation(json.loads((results_dir / "ablation.json").read_text())))

@@ -8,7 +8,7 @@ from jacobi_min import bench, figures, task
 from tests.conftest import generate_greedy
 
 pytestmark = pytest.mark.xdist_group("test_bench")  # one worker: the tiny benchmark run
-METHODS = {"AR", "prompt lookup", "Jacobi (base)", "CLLM-style", "CLLM-style + MR", "Jacobi Forcing", "Jacobi Forcing + MR"}
+METHODS = {"AR", "prompt lookup", "Jacobi (base)", "CLLM", "CLLM + MR", "Jacobi Forcing", "Jacobi Forcing + MR"}
 
 
 @pytest.fixture(scope="module")
@@ -75,8 +75,10 @@ def test_figures_rebuild_from_results_only(tiny_results, tmp_path):
               "seen": {"before": [1.1, 1.0], "after": [2.0, 1.5]}}
     (tiny_results.parent / "qwen_jacobi_forcing.json").write_text(json.dumps(recipe))
     score = lambda tpf: {length: {"accuracy": 0.8, "tpf": tpf, "repetition": 0.01} for length in task.BUCKETS}
-    training = {"problems": 2, "block_size": 16, "models": {"Jacobi Forcing, seed 0": "a", "CLLM-style, λ = 3": "b"},
-                "scores": {"Jacobi Forcing, seed 0": score(2.0), "CLLM-style, λ = 3": score(3.0)}}
+    training = {"problems": 2, "block_size": 16, "models": {"Jacobi Forcing, seed 0": "a", "CLLM, λ = 3": "b"},
+                "methods": {"Jacobi Forcing, seed 0": "Jacobi Forcing", "CLLM, λ = 3": "CLLM"},
+                "shipped": ["Jacobi Forcing, seed 0"],
+                "scores": {"Jacobi Forcing, seed 0": score(2.0), "CLLM, λ = 3": score(3.0)}}
     (tiny_results.parent / "training_runs.json").write_text(json.dumps(training))
     from jacobi_min.controls import ARMS
     curve = [{"step": s, "accuracy": 0.9 - s / 1000, "tpf": 1 + s / 400} for s in (0, 50, 100, 200, 400)]
