@@ -250,7 +250,7 @@ def test_a_run_clears_the_pool_per_block_and_freezes_agreeing_tokens_only_when_o
     monkeypatch.setattr(multiblock, "next_draft", next_draft_spy)
     monkeypatch.setattr(multiblock, "update_pseudo", update_spy)
     trained, tokenizer = jacobi_min.load("jacobi-forcing")
-    for problem in task.problems("test", 3, seed=0, length="medium"):
+    for problem in task.problems("test", 3, seed=0, length="long"):
         multiblock_decode(trained, prompt_ids(tokenizer, problem), 16, 128, 2, 0.25, 4, official=official)
     whole = [(before, after) for accepted_whole, before, after in pools if accepted_whole]
     assert any(before for before, _ in whole)
