@@ -9,20 +9,23 @@
 
 The recipe (both rounds: λ = 10, AdamW ε = 1e-4, random schedule offset,
 4,000 prompts; lr 5e-4 in round 1, 3e-4 in round 2) is the one the controls
-and the round-2 arms chose on the embedded base (docs/results.md, "Choosing
-the recipe" and "The shipped models"). Decision: the official trainer runs one
-epoch at lr 1e-6 on a 7B model; a tiny model trained from scratch at lr 2e-3
-needs lr 5e-4 for 1,600 steps (about three passes over the 4,000
-trajectories) to lift TPF, and AdamW's ε = 1e-4 (not 1e-8) is what keeps that
-from costing answers. Round 2 at lr 5e-4 cost 4 points of short answers, at
-2e-4 it gave back TPF on long answers; 3e-4 keeps every bucket within 1 point
-of the base. λ = 10 is the official AR weight.
+and the round-2 arms chose on the embedded base (docs/results.md,
+"Choosing the recipe" and "The shipped models on the scoreboard").
+Decision: the official trainer runs one epoch at lr 1e-6 on a 7B model; a
+tiny model trained from scratch at lr 2e-3 needs lr 5e-4 for 1,600 steps
+(about three passes over the 4,000 trajectories) to lift TPF, and AdamW's
+ε = 1e-4 (not 1e-8) is what keeps that from costing answers. Round 2 at lr
+5e-4 cost 4 points of short answers, at 2e-4 it gave back TPF on long
+answers; 3e-4 keeps every bucket within 1 point of the base. λ = 10 is
+the official AR weight.
 
 The training prompts mix the three length buckets (`task.BUCKETS`) equally.
 Trajectory collection runs in `workers` CPU processes; everything is seeded,
 so the result does not depend on their number. Checkpoints land in `out`
 (default `runs/checkpoints`; `jacobi_min/checkpoints` rebuilds the shipped
-models), the ablation's result in `results/ablation.json`.
+Jacobi Forcing model, and `--stage cllm --lam 30` the shipped CLLM: CLLM
+trains at the pipeline's λ, and λ = 30 is where its frontier meets Jacobi
+Forcing's accuracy), the ablation's result in `results/ablation.json`.
 """
 import hashlib
 import json
