@@ -40,26 +40,19 @@ import re
 from dataclasses import dataclass
 
 
-NAMES = ["Mia", "Ben", "Ava", "Leo", "Zoe", "Sam", "Ivy", "Max", "Lily", "Noah",
-         "Emma", "Omar", "Ruby", "Finn", "Nora", "Jack", "Ella", "Theo", "Maya", "Luke",
-         "Tom", "Ann", "Amy", "Bob", "Dan", "Eve", "Gus", "Hal", "Ian", "Jay",
-         "Kim", "Lee", "Meg", "Ned", "Pam", "Ray", "Sue", "Ted", "Una", "Val",
-         "Wes", "Zac", "Abby", "Adam", "Alex", "Amir", "Anna", "Aria", "Beth", "Bill",
-         "Cara", "Carl", "Chen", "Cody", "Dana", "Dave", "Dina", "Drew", "Eden", "Eli",
-         "Erin", "Ezra", "Fay", "Gina", "Greg", "Hana", "Hugo", "Iris", "Isla", "Ivan",
-         "Jade", "Jake", "Jane", "Joel", "John", "Jose", "Kai", "Kara", "Kate", "Kyle",
-         "Lana", "Lara", "Liam", "Lina", "Lisa", "Lucy", "Mark", "Mary", "Matt", "Mila",
-         "Nick", "Nina", "Noor", "Olga", "Owen", "Paul", "Pete", "Priya", "Quinn", "Raj",
-         "Rosa", "Rose", "Ryan", "Sara", "Sean", "Seth", "Tara", "Tess", "Tina", "Toby",
-         "Vera", "Wade", "Will", "Yara", "Yuki", "Zara", "Aiden", "Alice", "Bella", "Chloe",
-         "Clara", "Daisy", "David", "Diego", "Elena", "Emily", "Felix", "Grace", "Hazel", "Henry",
-         "Jonas", "Julia", "Kevin", "Laura", "Lucas", "Mateo", "Oscar", "Peter", "Sofia", "Susan",
-         "Victor", "Wendy", "Xavier", "Yusuf", "Zane", "Oliver", "Sophie"]
-ITEMS = ["apples", "marbles", "stickers", "books", "cookies", "pencils", "shells",
-         "stamps", "cards", "coins", "eggs", "toys", "beads", "flowers", "candies",
-         "balloons", "buttons", "crayons", "erasers", "grapes", "lemons", "muffins", "oranges",
-         "peaches", "plums", "ribbons", "rocks", "seeds", "socks", "spoons", "tickets",
-         "cupcakes", "pebbles", "potatoes", "rings", "nuts", "bottles", "feathers", "puzzles", "keys"]
+NAMES = """Mia Ben Ava Leo Zoe Sam Ivy Max Lily Noah Emma Omar Ruby Finn Nora Jack Ella Theo Maya
+Luke Tom Ann Amy Bob Dan Eve Gus Hal Ian Jay Kim Lee Meg Ned Pam Ray Sue Ted Una Val Wes
+Zac Abby Adam Alex Amir Anna Aria Beth Bill Cara Carl Chen Cody Dana Dave Dina Drew Eden
+Eli Erin Ezra Fay Gina Greg Hana Hugo Iris Isla Ivan Jade Jake Jane Joel John Jose Kai
+Kara Kate Kyle Lana Lara Liam Lina Lisa Lucy Mark Mary Matt Mila Nick Nina Noor Olga
+Owen Paul Pete Priya Quinn Raj Rosa Rose Ryan Sara Sean Seth Tara Tess Tina Toby Vera
+Wade Will Yara Yuki Zara Aiden Alice Bella Chloe Clara Daisy David Diego Elena Emily
+Felix Grace Hazel Henry Jonas Julia Kevin Laura Lucas Mateo Oscar Peter Sofia Susan
+Victor Wendy Xavier Yusuf Zane Oliver Sophie""".split()
+ITEMS = """apples marbles stickers books cookies pencils shells stamps cards coins eggs toys beads
+flowers candies balloons buttons crayons erasers grapes lemons muffins oranges peaches
+plums ribbons rocks seeds socks spoons tickets cupcakes pebbles potatoes rings nuts
+bottles feathers puzzles keys""".split()
 CONTAINERS = ["bags", "boxes", "packs", "jars", "baskets"]
 MAX_VALUE = 99
 TEST_FRACTION = 10  # one arithmetic chain in ten belongs to the test split
