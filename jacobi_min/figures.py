@@ -262,10 +262,10 @@ def training_curves(logs: dict[str, list[dict]]):
         tpf.plot([r["step"] for r in evals], [r["tpf"] for r in evals], marker="o", label=name, color=color)
         accuracy.plot([r["step"] for r in evals], [100 * r["accuracy"] for r in evals], marker="o", label=name,
                       color=color)
-        second = [r["step"] for r in log if r.get("round") == 2]
-        for ax in (loss, tpf, accuracy):
-            if second:
-                ax.axvline(second[0], color="grey", ls=":", lw=1)
+    second = [r["step"] for log in logs.values() for r in log if r.get("round") == 2]
+    for ax in (loss, tpf, accuracy):
+        if second:
+            ax.axvline(min(second), color="grey", ls=":", lw=1)
     loss.set_yscale("log")
     loss.set_ylabel("λ·L_AR + L_c")
     tpf.set_ylabel("held-out TPF, greedy Jacobi at n = 16")
