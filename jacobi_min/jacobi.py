@@ -158,6 +158,17 @@ def keep_count(new: list[int], eos: set[int], budget: int, out: list[int] = (), 
     return min(len(new), budget), len(new) >= budget
 
 
+def commit(out: list[int], new: list[int], eos: set[int], max_new_tokens: int, stopping=None,
+           on_chunk=None) -> tuple[int, bool]:
+    """Append to `out` the tokens of `new` that `keep_count` keeps and hand them to `on_chunk`:
+    (how many were kept, whether to stop)."""
+    kept, stop = keep_count(new, eos, max_new_tokens - len(out), out, stopping)
+    out += new[:kept]
+    if on_chunk:
+        on_chunk(new[:kept])
+    return kept, stop
+
+
 def prefill(model, prompt: list[int], eos: set[int], pick=GREEDY, stopping=None) -> tuple[DynamicCache, int, bool]:
     """Run the prompt through a fresh cache: (cache, first generated token, stop?)."""
     cache = DynamicCache(config=model.config)
@@ -209,12 +220,8 @@ def jacobi_block(model, cache, prompt, draft, out, eos, max_new_tokens, result, 
         while acc < len(draft) and draft[acc] == g[acc - 1]:
             acc += 1
         cache.crop(acc - len(draft))  # drop the KV of unverified positions
-        new = draft[1:acc] + [g[acc - 1]]
-        kept, stop = keep_count(new, eos, max_new_tokens - len(out), out, stopping)
-        out += new[:kept]
+        kept, stop = commit(out, draft[1:acc] + [g[acc - 1]], eos, max_new_tokens, stopping, on_chunk)
         result.accepted.append(kept)
-        if on_chunk:
-            on_chunk(new[:kept])
         done = acc == len(draft)
         draft = [g[acc - 1]] + g[acc:-1]
         if states is not None:

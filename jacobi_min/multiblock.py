@@ -57,7 +57,7 @@ from functools import partial
 
 import torch
 
-from .jacobi import DecodeResult, as_int, check_inputs, eos_ids, initial_draft, keep_count, prefill
+from .jacobi import DecodeResult, as_int, check_inputs, commit, eos_ids, initial_draft, prefill
 from .sampling import GREEDY
 
 
@@ -185,23 +185,12 @@ def multiblock_decode(model, input_ids, block_size: int = 16, max_new_tokens: in
     pseudo, pool = [], deque(maxlen=pool_size)  # pseudo-active blocks in order; recycling pool, newest last
     rows, carried = [ra.tokens], False  # RA's draft rows; whether rows[0] was drafted while pseudo-active
     while True:
-        # 1. one forward over every RA row followed by the pseudo blocks
+        # 1-2. one forward verifies every RA row (pseudo blocks after it); keep the longest verified row
         m, tail = len(ra.tokens), [t for block in pseudo for t in block.tokens]
-        context = prompt + out.tokens[:-1]  # what the cache holds
-        g_rows = forward_rows(model, [row + tail for row in rows], cache, pick, context)  # (B, m + len(tail))
-        # 2. keep the row with the longest verified prefix; the cache goes back to batch 1, prefix + row[:acc]
-        verified = [1 + common_prefix(row[1:], g[:m - 1]) for row, g in zip(rows, g_rows)]
-        b = verified.index(max(verified))
-        draft, g, acc = rows[b], g_rows[b], verified[b]
-        if len(rows) > 1:
-            cache.batch_select_indices(torch.tensor([b], device=model.device))
-        cache.crop(acc - m - len(tail))  # drop the KV of unverified RA tokens and of every pseudo block
-        # 3. commit the verified draft tokens and the correction/bonus token g[acc-1]
-        new = draft[1:acc] + [g[acc - 1]]
-        kept, stop = keep_count(new, eos, max_new_tokens - len(out.tokens), out.tokens, stopping)
-        out.tokens += new[:kept]
-        if on_chunk:
-            on_chunk(new[:kept])
+        b, verified, g = verify(model, cache, rows, tail, prompt + out.tokens[:-1], pick)
+        # 3. commit its verified draft tokens and the correction/bonus token g[acc-1]
+        acc = verified[b]
+        kept, stop = commit(out.tokens, rows[b][1:acc] + [g[acc - 1]], eos, max_new_tokens, stopping, on_chunk)
         out.add_forward(kept, len(rows) * (m + len(tail)), recycled=b > 0, promoted=carried, drafted=min(acc - 1, kept))
         # 4. Jacobi update of the pseudo blocks, read from the kept row
         fed_pseudo, pseudo = pseudo, update_pseudo(pseudo, g, m, freeze=official)
@@ -210,11 +199,31 @@ def multiblock_decode(model, input_ids, block_size: int = 16, max_new_tokens: in
                                   kept, out.recycled[-1], out.promoted[-1]))
         if stop:
             return out
-        # 5-6. the next RA draft (and its recycled rows), then 7. perhaps a new pseudo block
-        ra, pseudo, rows, carried = next_draft(ra, pseudo, pool, draft + tail, g, acc, m, official,
+        # 5-6. RA's next draft rows (shrunk window + recycled rows, a promoted block or a fresh one)
+        ra, pseudo, rows, carried = next_draft(ra, pseudo, pool, rows[b] + tail, g, acc, m, official,
                                                partial(fresh_block, prompt, out.tokens, block_size, max_new_tokens, gen))
+        # 7. perhaps a new pseudo block
         spawn(pseudo, ra, g[-1], (prompt, out.tokens), blocks, math.ceil(spawn_ratio * block_size),
               max_new_tokens - len(out.tokens), block_size, gen)
+
+
+def verify(model, cache, rows: list[list[int]], tail: list[int], context: list[int],
+           pick) -> tuple[int, list[int], list[int]]:
+    """1. One forward over every RA draft row followed by the pseudo blocks' tokens `tail`, on copies of
+    the cache (which holds `context`); 2. per row, its leading tokens verified on the exact prefix
+
+        verified[b] = 1 + longest prefix of rows[b][1:] equal to g_b[:m-1]
+
+    Keeps the row b with the most (the lowest index on ties): the cache goes back to batch 1 and keeps
+    only rows[b][:verified[b]]. Returns (b, verified, g_b: the pick at every position of row b)."""
+    m = len(rows[0])
+    g_rows = forward_rows(model, [row + tail for row in rows], cache, pick, context)  # (B, m + len(tail))
+    verified = [1 + common_prefix(row[1:], g[:m - 1]) for row, g in zip(rows, g_rows)]
+    b = verified.index(max(verified))
+    if len(rows) > 1:
+        cache.batch_select_indices(torch.tensor([b], device=model.device))
+    cache.crop(verified[b] - m - len(tail))  # drop the KV of unverified RA tokens and of every pseudo block
+    return b, verified, g_rows[b]
 
 
 def next_draft(ra: Block, pseudo: list[Block], pool: deque, fed: list[int], g: list[int], acc: int, m: int,
