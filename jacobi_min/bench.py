@@ -17,6 +17,8 @@ problem, so each speedup is a ratio measured interleaved. The problems are
 split into `chunks`; each chunk gives one TPS per method, and the table
 reports the median and range over chunks. Accuracy does not depend on the
 decoder (every method reproduces its model's greedy output).
+
+Commands: `bench`, `sweep`, `eval` (held-out scores of any models) and `cost-model`.
 """
 import json
 import platform
@@ -31,6 +33,7 @@ from tqdm import tqdm
 from transformers import DynamicCache
 
 from . import task
+from .cli import at_least, device_args, dtype_of, model_args, with_model
 from .jacobi import DecodeResult, forward_argmax, greedy_decode, jacobi_decode
 from .model import load
 from .multiblock import multiblock_decode
@@ -329,3 +332,78 @@ def sweep(cfg: SweepConfig = SweepConfig(), out: Path | None = RESULTS / "multib
         out.write_text(json.dumps({"model": cfg.model, "problems": cfg.problems, "length": cfg.length, "rows": rows},
                                   indent=1))
     return rows
+
+
+def bench_command(args) -> None:
+    cfg = BenchConfig(problems=args.problems, lengths=args.lengths, block_sizes=args.block_sizes,
+                      workers=args.workers, device=args.device, dtype=str(dtype_of(args)).removeprefix("torch."))
+    print(format_table(run(cfg, args.out)))
+
+
+def sweep_command(args) -> None:
+    for row in sweep(SweepConfig(model=args.model, problems=args.problems, length=args.length)):
+        print(row)
+
+
+def eval_command(args) -> None:
+    """Scores of every model on every length bucket: printed, and written to --out."""
+    labels = args.labels or args.models
+    if len(labels) != len(args.models):
+        raise ValueError(f"--labels names {len(labels)} models, --models {len(args.models)}")
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"each model needs a label of its own, got {labels}")
+    table = scores(args.models, args.lengths, args.problems, args.block_size, args.workers, device=args.device)
+    for label, row in zip(labels, table):
+        for length, s in row.items():
+            print(f"{label}  {length:6s}  accuracy {s['accuracy']:.1%}  TPF {s['tpf']:.2f}  repetition {s['repetition']:.3f}")
+    if args.out:
+        args.out.write_text(json.dumps({"problems": args.problems, "block_size": args.block_size,
+                                        "models": dict(zip(labels, args.models)),
+                                        "scores": dict(zip(labels, table))}, indent=1))
+
+
+def cost_model_command(args, model, tokenizer) -> None:
+    latency = cost_model(model, args.ks, context=args.context)
+    costs = {"k": args.ks, "latency_s": latency, "context": args.context,
+             "meta": {"model": args.model, "dtype": str(model.dtype), "threads": torch.get_num_threads()}}
+    args.out.write_text(json.dumps(costs, indent=1))
+    print({k: f"L(k)/L(1) = {t / latency[0]:.2f}" for k, t in zip(args.ks, latency)})
+
+
+def add_commands(commands) -> None:
+    p = commands.add_parser("bench", help="every method on held-out problems of each length bucket: TPF, speedup, "
+                                          "accuracy, cost model (~30 min on 2 cores)")
+    p.add_argument("--problems", type=at_least(1), default=BenchConfig.problems, help="per length bucket")
+    p.add_argument("--lengths", nargs="+", default=list(task.BUCKETS), choices=list(task.BUCKETS))
+    p.add_argument("--block-sizes", type=at_least(1), nargs="+", default=BenchConfig().block_sizes)
+    p.add_argument("--workers", type=at_least(1), default=2, help="CPU processes (one thread each), one length bucket each")
+    device_args(p)
+    p.add_argument("--out", type=Path, default=RESULTS / "benchmark.json")
+    p.set_defaults(run=bench_command)
+
+    p = commands.add_parser("sweep", help="multi-block + recycling over (n, K, r, pool, ours/official) on one model: "
+                                          "TPF, speedup (~17 min on 2 cores)")
+    p.add_argument("--model", default="jacobi-forcing")
+    p.add_argument("--problems", type=at_least(1), default=SweepConfig.problems)
+    p.add_argument("--length", default=SweepConfig.length, choices=list(task.BUCKETS))
+    p.set_defaults(run=sweep_command)
+
+    p = commands.add_parser("eval", help="held-out accuracy, TPF of greedy Jacobi and repetition of models, per length bucket")
+    p.add_argument("--models", "--model", nargs="+", default=["base"],
+                   help="embedded names (base, jacobi-forcing, cllm) or checkpoint directories")
+    p.add_argument("--device", default="cpu", help="cpu or cuda")
+    p.add_argument("--problems", type=at_least(1), default=500, help="per length bucket")
+    p.add_argument("--lengths", nargs="+", default=["mix"], choices=task.LENGTHS,
+                   help="length buckets (mix: all three, drawn together)")
+    p.add_argument("--block-size", type=at_least(1), default=16)
+    p.add_argument("--workers", type=at_least(1), default=2, help="CPU processes (one thread each)")
+    p.add_argument("--labels", nargs="+", help="names the models are recorded under (default: --models)")
+    p.add_argument("--out", type=Path, help="JSON file for the scores")
+    p.set_defaults(run=eval_command)
+
+    p = commands.add_parser("cost-model", help="L(k): latency of one forward of k new tokens on a cached context")
+    model_args(p, default="qwen2.5-coder-0.5b-instruct")
+    p.add_argument("--ks", type=at_least(1), nargs="+", default=[1, 2, 4, 8, 16, 32, 64, 128])
+    p.add_argument("--context", type=at_least(1), default=256, help="tokens already in the KV cache")
+    p.add_argument("--out", type=Path, required=True, help="JSON file")
+    p.set_defaults(run=with_model(cost_model_command))

@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from . import task
+from .cli import at_least
 from .model import load
 from .pipeline import RESULTS, PipelineConfig, Work, atomic_write, collect
 from .train import CLLM, TrainConfig, evaluate, train
@@ -125,3 +126,25 @@ def run(cfg: ControlsConfig = ControlsConfig(), folder: Path = Path("runs/contro
     cfg.results.parent.mkdir(parents=True, exist_ok=True)
     cfg.results.write_text(json.dumps(summary, indent=1))
     return summary
+
+
+def controls_command(args) -> None:
+    """Run (or read back) the chosen arms; print each one's accuracy and TPF per bucket."""
+    cfg = ControlsConfig(arms={a: ARMS[a] for a in args.arms}, steps=args.steps, problems=args.problems,
+                         workers=args.workers, results=args.results)
+    for name, arm in run(cfg, args.work)["arms"].items():
+        print(f"{name:32s} " + "  ".join(f"{length} {s['accuracy']:.0%} / TPF {s['tpf']:.2f}"
+                                         for length, s in arm["scores"].items()))
+
+
+def add_commands(commands) -> None:
+    p = commands.add_parser("controls", help="short fine-tunes that each change one setting of the recipe: held-out "
+                                             "accuracy during training and per bucket after (~90 min on 2 cores)")
+    p.add_argument("--work", type=Path, default=Path("runs/controls"), help="trajectories and finished arms; a rerun resumes")
+    p.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(ARMS), metavar="ARM",
+                   help="arms to run (default: all of " + ", ".join(ARMS) + ")")
+    p.add_argument("--steps", type=at_least(1), default=ControlsConfig.steps)
+    p.add_argument("--problems", type=at_least(1), default=ControlsConfig.problems, help="per length bucket")
+    p.add_argument("--workers", type=at_least(1), default=ControlsConfig.workers)
+    p.add_argument("--results", type=Path, default=ControlsConfig.results)
+    p.set_defaults(run=controls_command)

@@ -1,4 +1,5 @@
-"""The main job: AR and Jacobi decoding side by side on held-out problems.
+"""The main job: AR and Jacobi decoding side by side on held-out problems (`demo`), and one
+block converging forward by forward as a GIF (`animate`).
 
 Prints, per problem, whether Jacobi's tokens equal greedy AR's, the answer
 check and tokens per forward (TPF); then the wall-clock ratio of the two
@@ -6,11 +7,15 @@ check and tokens per forward (TPF); then the wall-clock ratio of the two
 one block's trajectory, one line per iteration: decided tokens shown, wrong
 draft tokens as '·'.
 """
+from pathlib import Path
+
 import torch
 
-from . import task
+from . import plots, task
 from .bench import timed
+from .cli import at_least, device_args, dtype_of
 from .jacobi import BlockTrajectory, greedy_decode, jacobi_decode
+from .model import embedded_names, load
 from .train import is_correct, prompt_ids
 
 
@@ -48,3 +53,45 @@ def run(model, tokenizer, name: str, problems: int = 2, block_size: int = 16, ma
     print("\ntrajectory of the first block of the first problem:")
     print("\n".join(trajectory_lines(first.blocks[0], tokenizer)))
     return {"identical": same, "problems": len(held_out), "tpf": tokens / forwards, "speedup": ar_time / jacobi_time}
+
+
+def demo_command(args) -> None:
+    for name in args.models:
+        run(*load(name, args.device, dtype_of(args)), name, args.problems, args.block_size)
+        print()
+
+
+def animate_command(args) -> None:
+    """Record greedy Jacobi on the prompt with each model; animate the chosen block of each."""
+    blocks = {}
+    for name in args.models:
+        model, tokenizer = load(name, args.device)
+        text = task.as_prompt(args.prompt) if name in embedded_names() else args.prompt
+        recorded = jacobi_decode(model, tokenizer(text)["input_ids"], args.block_size,
+                                 args.block_size * (args.block + 1), record=True).blocks
+        if args.block >= len(recorded):
+            raise ValueError(f"{name}'s answer ends in block {len(recorded) - 1}: choose --block < {len(recorded)}")
+        blocks[name] = recorded[args.block]
+    frames = plots.animation(blocks, tokenizer, args.out)
+    print(f"{args.out}: {frames} frames, block {args.block} at n = {args.block_size}; forwards to its fixed point: "
+          + ", ".join(f"{name} {len(b.states) - 1}" for name, b in blocks.items()))
+
+
+def add_commands(commands) -> None:
+    p = commands.add_parser("demo", help="AR vs Jacobi on held-out problems: identical output, TPF, speedup (~15 s)")
+    p.add_argument("--models", nargs="+", default=["base", "jacobi-forcing"], help="embedded names, directories or hub ids")
+    device_args(p)
+    p.add_argument("--problems", type=at_least(1), default=2, help="held-out problems per length bucket")
+    p.add_argument("--block-size", type=at_least(1), default=16)
+    p.set_defaults(run=demo_command)
+
+    p = commands.add_parser("animate", help="a GIF of one block of your prompt's answer converging forward by forward, "
+                                            "one panel per model (seconds)")
+    p.add_argument("prompt", help="a question (put in the embedded models' format) or any text")
+    p.add_argument("--models", nargs="+", default=["base", "jacobi-forcing"],
+                   help="models sharing one tokenizer: embedded names or directories")
+    p.add_argument("--block-size", type=at_least(1), default=16)
+    p.add_argument("--block", type=at_least(0), default=0, help="which block of the answer (0: the first)")
+    p.add_argument("--device", default="cpu", help="cpu or cuda")
+    p.add_argument("--out", type=Path, default=Path("trajectory.gif"))
+    p.set_defaults(run=animate_command)

@@ -30,15 +30,18 @@ Usage (the fp32 acceptance run: 20 prompts, 128 tokens):
 Load with `dtype=torch.bfloat16` to measure bf16 divergence the same way
 (the reference generate then runs in bf16 too).
 """
+import json
 import time
+from pathlib import Path
 
 import torch
 from tqdm import tqdm
 
+from . import realtasks
 from .bench import MULTIBLOCK, ForwardCounter, generate_result
+from .cli import at_least, model_args, with_model
 from .jacobi import jacobi_decode
 from .multiblock import multiblock_decode
-from .realtasks import chat_ids
 
 def first_divergence(a: list[int], b: list[int]) -> int | None:
     """The first position where a and b differ (a prefix differs at its end), or None if equal."""
@@ -81,7 +84,7 @@ def exactness(model, tokenizer, prompts, block_sizes, max_new_tokens: int, multi
 
     `prompts` are token-id lists, or strings sent as the user's message in the chat template.
     """
-    prompts = [chat_ids(tokenizer, p) if isinstance(p, str) else list(p) for p in prompts]
+    prompts = [realtasks.chat_ids(tokenizer, p) if isinstance(p, str) else list(p) for p in prompts]
     runs = methods(model, block_sizes, multiblock_sizes, recycling_sizes, multiblock, lookup_tokens, seed)
     rows = {name: {"exact": 0, "total": len(prompts), "first_divergence": [], "tpf": [], "seconds": []}
             for name in runs}
@@ -100,3 +103,29 @@ def exactness(model, tokenizer, prompts, block_sizes, max_new_tokens: int, multi
             row["exact"] += result.tokens == expected
             row["tpf"].append(result.tpf)
     return report
+
+
+def exactness_command(args, model, tokenizer) -> None:
+    """Every decoder against generate on real GSM8K + HumanEval prompts; the report goes to --out."""
+    ids = realtasks.prompts(tokenizer, args.prompts // 2, args.prompts - args.prompts // 2)
+    report = exactness(model, tokenizer, ids, args.block_sizes, args.max_new_tokens, args.multiblock_sizes,
+                       args.recycling_sizes, lookup_tokens=args.prompt_lookup)
+    report["meta"] = {"model": args.model, "dtype": str(model.dtype), "max_new_tokens": args.max_new_tokens,
+                      "threads": torch.get_num_threads()}
+    args.out.write_text(json.dumps(report, indent=1))
+    print({name: f"{row['exact']}/{row['total']} exact" for name, row in report["methods"].items()})
+
+
+def add_commands(commands) -> None:
+    p = commands.add_parser("exactness", help="Jacobi vs generate on real GSM8K + HumanEval prompts "
+                                              "(needs requirements-qwen.txt)")
+    model_args(p, default="qwen2.5-coder-0.5b-instruct")
+    p.add_argument("--prompts", type=at_least(2), default=20, help="half GSM8K, half HumanEval")
+    p.add_argument("--block-sizes", type=at_least(1), nargs="*", default=[4, 16, 64], help="greedy Jacobi")
+    p.add_argument("--multiblock-sizes", type=at_least(1), nargs="*", default=[16],
+                   help="multi-block decoding (K = 2, r = 0.25, pool 4)")
+    p.add_argument("--recycling-sizes", type=at_least(1), nargs="*", default=[], help="rejection recycling alone (pool 4)")
+    p.add_argument("--prompt-lookup", type=at_least(0), default=10, help="prompt-lookup draft length (0: skip)")
+    p.add_argument("--max-new-tokens", type=at_least(1), default=128)
+    p.add_argument("--out", type=Path, required=True, help="JSON report")
+    p.set_defaults(run=with_model(exactness_command))

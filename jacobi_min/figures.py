@@ -413,3 +413,12 @@ def stale(results_dir: Path = FIGURES / "results", out_dir: Path = FIGURES, chec
         if not path.exists() or Image.open(path).text.get(SOURCE_KEY) != digest(sources):
             out.append(name)
     return out
+
+
+def figures_command(args) -> None:
+    print("\n".join(str(p) for p in build()))
+
+
+def add_commands(commands) -> None:
+    p = commands.add_parser("figures", help="rebuild every PNG in figures/ from the results files (seconds)")
+    p.set_defaults(run=figures_command)

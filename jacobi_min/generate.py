@@ -42,6 +42,7 @@ Two ways in, one loop:
   raises there for want of the tokenizer).
 """
 import math
+import sys
 import time
 from dataclasses import dataclass
 from functools import partial
@@ -49,9 +50,12 @@ from functools import partial
 import torch
 from transformers.generation.utils import GenerateDecoderOnlyOutput
 
+from . import task
+from .cli import at_least, dtype_of, model_args, probability
 from .jacobi import DecodeResult, eos_ids, greedy_decode, jacobi_decode
+from .model import embedded_names, load
 from .multiblock import check_multiblock, multiblock_decode
-from .sampling import Pick
+from .sampling import Pick, sampler
 
 MODEL_KWARGS = {"attention_mask", "position_ids", "past_key_values", "use_cache", "logits_to_keep"}
 UNSUPPORTED_OUTPUTS = ("output_scores", "output_logits", "output_attentions", "output_hidden_states")
@@ -223,3 +227,48 @@ def run(model, tokenizer, prompt: list[int], pick: Pick, block_size: int = 16, b
                  f"{'yes' if ar.tokens == result.tokens else 'NO'} | {speedup(rate, ar_rate)}")
     print(line + " (tokens/s: prefill left out)", file=file)
     return result
+
+
+def generate_command(args) -> None:
+    """Stream the decoded prompt (argument or stdin), then one line of statistics."""
+    text = sys.stdin.read() if args.prompt is None else args.prompt
+    model, tokenizer = load(args.model, args.device, dtype_of(args))
+    if args.chat and not tokenizer.chat_template:
+        sys.exit(f"error: --chat: the tokenizer of {args.model} has no chat template")
+    embedded = args.model in embedded_names()
+    if embedded and not args.raw and not args.chat:
+        text = task.as_prompt(text)
+    if args.chat:
+        ids = tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True,
+                                            return_dict=True)["input_ids"]
+    else:
+        ids = tokenizer(text)["input_ids"]
+    if embedded and (unseen := unseen_words(tokenizer, text)):
+        print(f"note: {args.model} never saw {', '.join(map(repr, unseen))} in training (its tokenizer splits "
+              f"{'it' if len(unseen) == 1 else 'them'}); expect a poor answer. Names it knows: "
+              f"{', '.join(task.NAMES[:5])}, …", file=sys.stderr)
+    pick = sampler(args.temperature, args.top_k, args.top_p, args.seed)
+    run(model, tokenizer, ids, pick, args.block_size, args.blocks, args.pool_size, args.max_new_tokens,
+        color=sys.stdout.isatty() and not args.no_color, compare=args.compare)
+
+
+def add_commands(commands) -> None:
+    p = commands.add_parser("generate", help="decode your own prompt: text streamed as verified, then TPF and tokens/s")
+    p.add_argument("prompt", nargs="?", help="the prompt; read from stdin when left out")
+    model_args(p, default="jacobi-forcing")
+    p.add_argument("--chat", action="store_true", help="put the prompt in the tokenizer's chat template")
+    p.add_argument("--raw", action="store_true",
+                   help="the embedded models: decode the text as it is (by default a plain question is put in "
+                        "their format, 'Question: …\\nAnswer:')")
+    p.add_argument("--block-size", type=at_least(1), default=16, help="n, tokens per block")
+    p.add_argument("--blocks", type=at_least(1), default=1, help="K, blocks in flight (the paper's best: 2)")
+    p.add_argument("--pool-size", type=at_least(0), default=0, help="rejection-recycling pool (the paper's: 4)")
+    p.add_argument("--temperature", type=at_least(0.0, float), default=0.0, help="0: greedy")
+    p.add_argument("--top-k", type=at_least(0), default=0, help="0: off")
+    p.add_argument("--top-p", type=probability, default=1.0, help="1: off")
+    p.add_argument("--seed", type=at_least(0), default=0, help="sampling seed: the noise of position t comes from (seed, t)")
+    p.add_argument("--max-new-tokens", type=at_least(1), default=task.MAX_ANSWER_TOKENS,
+                   help="the embedded models' longest answers fit the default")
+    p.add_argument("--compare", action="store_true", help="decode again with AR (same sampler): tokens, TPF, tokens/s")
+    p.add_argument("--no-color", action="store_true", help="do not colour each forward's tokens")
+    p.set_defaults(run=generate_command)

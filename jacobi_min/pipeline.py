@@ -23,9 +23,11 @@ The training prompts mix the three length buckets (`task.BUCKETS`) equally.
 Trajectory collection runs in `workers` CPU processes; everything is seeded,
 so the result does not depend on their number. Checkpoints land in `out`
 (default `runs/checkpoints`; `jacobi_min/checkpoints` rebuilds the shipped
-Jacobi Forcing model, and `--stage cllm --lam 30` the shipped CLLM: CLLM
-trains at the pipeline's λ, and λ = 30 is where its frontier meets Jacobi
-Forcing's accuracy), the ablation's result in `results/ablation.json`.
+Jacobi Forcing and CLLM recipes), the ablation's result in `results/ablation.json`.
+CLLM trains at its own λ, `cllm_lam` = 30: where its frontier meets Jacobi
+Forcing's accuracy (docs/results.md).
+
+Commands: `pipeline`, and `collect` (one round's trajectories of any model).
 """
 import hashlib
 import json
@@ -38,6 +40,7 @@ from pathlib import Path
 import torch
 
 from . import task, trajectories
+from .cli import at_least, model_args, with_model
 from .model import load
 from .train import CLLM, TrainConfig, evaluate, prompt_ids, save_checkpoint, train
 from .workers import SHARED, pmap
@@ -61,6 +64,7 @@ class PipelineConfig:
     round2_block: int = 32
     round1: TrainConfig = field(default_factory=lambda: TrainConfig(steps=1600, **RECIPE))
     round2: TrainConfig = field(default_factory=lambda: TrainConfig(steps=800, **{**RECIPE, "lr": ROUND2_LR}))
+    cllm_lam: float = 30.0  # the CLLM baseline's λ (its phases take every other setting from the rounds)
     ablation: dict = field(default_factory=lambda: dict(ABLATION))
     ablation_seeds: int = 3
     ablation_steps: int = 150
@@ -198,13 +202,13 @@ def jacobi_forcing(cfg: PipelineConfig, work: Work) -> None:
 
 def cllm(cfg: PipelineConfig, work: Work) -> None:
     """The CLLM baseline on the round-1 trajectories (CLLM has no progressive rounds): CLLM's
-    trainer and label smoothing under Jacobi Forcing's optimiser schedule, round 1's steps and λ,
-    then round 2's, both phases at round 1's lr (round 2's lower lr is for Jacobi Forcing's
+    trainer and label smoothing under Jacobi Forcing's optimiser schedule at λ = `cllm_lam`,
+    round 1's steps, then round 2's, both phases at round 1's lr (round 2's lower lr is for Jacobi Forcing's
     re-collected trajectories). The two models then differ only in what the paper changes:
     examples per prompt, packing, noise schedule, mask and re-collection."""
     traj = round1_trajectories(cfg, work)
     model, tokenizer = load(cfg.base, cfg.device)
-    cllm_settings = {k: v for k, v in CLLM.items() if k != "lam"}  # λ: the pipeline's, for the frontier
+    cllm_settings = {**CLLM, "lam": cfg.cllm_lam}
     phase1 = replace(cfg.round1, **cllm_settings)
     phase2 = replace(cfg.round2, **cllm_settings, lr=cfg.round1.lr, seed=cfg.round2.seed + 1)  # seed: else phase 1's batches
     work.settle("cllm_phase1", {"phase1": asdict(phase1)})
@@ -290,3 +294,49 @@ def run(cfg: PipelineConfig = PipelineConfig(), folder: Path = Path("runs/pipeli
         for job in (jacobi_forcing, cllm, ablation):
             job(cfg, work)
     return work.times
+
+
+def collect_command(args, model, tokenizer) -> None:
+    ids = prompts(tokenizer, args.prompts, seed=0)
+    trajectories.save(args.out, trajectories.collect(model, ids, args.block_size, args.max_new_tokens,
+                                                     workers=args.workers))
+
+
+def pipeline_command(args) -> None:
+    cfg = with_training(PipelineConfig(base=args.base, device=args.device, out=args.out, train_prompts=args.train_prompts,
+                                       workers=args.workers, cllm_lam=args.cllm_lam), args.train_seed, args.lam)
+    print(run(cfg, args.work, args.stage))
+
+
+def add_commands(commands) -> None:
+    p = commands.add_parser("collect", help="record Jacobi trajectories of training prompts (JSON lines)")
+    model_args(p)
+    p.add_argument("--block-size", type=at_least(1), default=16)
+    p.add_argument("--prompts", type=at_least(1), default=PipelineConfig.train_prompts)
+    p.add_argument("--max-new-tokens", type=at_least(1), default=task.MAX_ANSWER_TOKENS)
+    p.add_argument("--workers", type=at_least(1), default=PipelineConfig.workers,
+                   help="CPU processes (one thread each); the trajectories do not depend on their number")
+    p.add_argument("--out", type=Path, required=True)
+    p.set_defaults(run=with_model(collect_command))
+
+    p = commands.add_parser("pipeline", help="progressive Jacobi Forcing (2 rounds) + CLLM baseline + ablation "
+                                             "(--stage jacobi-forcing: about 2 h on 2 cores)")
+    p.add_argument("--work", type=Path, default=Path("runs/pipeline"),
+                   help="trajectories and finished stages; a rerun resumes after the last finished stage")
+    p.add_argument("--base", default="base", help="model to start from (embedded name, directory, alias or hub id)")
+    p.add_argument("--device", default="cpu", help="cpu or cuda")
+    p.add_argument("--out", type=Path, default=PipelineConfig.out,
+                   help="checkpoints go to OUT/jacobi-forcing and OUT/cllm (jacobi_min/checkpoints rebuilds the shipped ones)")
+    p.add_argument("--train-prompts", type=at_least(1), default=PipelineConfig.train_prompts,
+                   help="training prompts whose trajectories are collected in each round")
+    p.add_argument("--workers", type=at_least(1), default=PipelineConfig.workers,
+                   help="CPU processes for trajectory collection and the ablation")
+    p.add_argument("--stage", default="all", choices=["all", *STAGES],
+                   help="run one stage only: ablation, jacobi-forcing (rounds 1 and 2) or cllm")
+    p.add_argument("--train-seed", type=at_least(0), default=0,
+                   help="seed of the training batches and noisy states (the trajectories stay the same)")
+    p.add_argument("--lam", type=at_least(0.0, float), default=None,
+                   help=f"λ, the AR loss weight of both Jacobi Forcing rounds and the ablation (default {RECIPE['lam']})")
+    p.add_argument("--cllm-lam", type=at_least(0.0, float), default=PipelineConfig.cllm_lam,
+                   help="λ of the CLLM baseline")
+    p.set_defaults(run=pipeline_command)

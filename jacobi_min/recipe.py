@@ -39,7 +39,7 @@ from . import qwen, realtasks, trajectories
 from .exactness import exactness
 from .jacobi import jacobi_decode
 from .model import load
-from .pipeline import Work
+from .pipeline import RESULTS, Work
 from .train import TrainConfig, save_checkpoint, train
 
 
@@ -162,3 +162,25 @@ def peak_memory_gb() -> float:
     """The peak resident memory of this process or of its largest worker (Linux reports KiB)."""
     usage = max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
     return usage / 2**20
+
+
+def recipe_command(args) -> None:
+    """The real-Qwen recipe; prints TPF, speedup and accuracy before and after."""
+    summary = run(replace(PRESETS[args.preset], base=args.base), args.work, args.results)
+    for name in summary["before"]["methods"]:
+        before, after = summary["before"]["methods"][name], summary["after"]["methods"][name]
+        print(f"{name:16s} TPF {before['tpf']:.2f} -> {after['tpf']:.2f}, "
+              f"speedup {before['speedup']:.2f}x -> {after['speedup']:.2f}x")
+    print(f"accuracy {summary['before']['accuracy']:.1%} -> {summary['after']['accuracy']:.1%}")
+
+
+def add_commands(commands) -> None:
+    p = commands.add_parser("recipe", help="Jacobi Forcing on the real Qwen: its own GSM8K trajectories, round 1, "
+                                           "before/after (needs requirements-qwen.txt; hours on a CPU)")
+    p.add_argument("--preset", default="cpu", choices=list(PRESETS),
+                   help="cpu: a reduced run for 2 cores; gpu: the paper's round-1 settings (with --device cuda)")
+    p.add_argument("--base", default=Recipe.base, help="a chat model: the alias, a directory or a hub id")
+    p.add_argument("--work", type=Path, default=Path("runs/qwen"),
+                   help="trajectories, snapshots and the trained checkpoint; a rerun resumes")
+    p.add_argument("--results", type=Path, default=RESULTS / "qwen_jacobi_forcing.json")
+    p.set_defaults(run=recipe_command)

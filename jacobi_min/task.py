@@ -78,6 +78,15 @@ def format_prompt(question: str) -> str:
     return f"Question: {question}\nAnswer:"
 
 
+def as_prompt(text: str) -> str:
+    """The embedded models' prompt around a question typed with or without its "Question:"
+    label (the models never saw a question without the "Answer:" line after it); a prompt
+    that already has that line, as it is."""
+    if "\nAnswer:" in text:
+        return text
+    return format_prompt(text.strip().removeprefix("Question:").strip())
+
+
 def _step(rng, x, name, item):
     """One story event on the quantity x: (sentence, equations, new x, signature)."""
     other = rng.choice([n for n in NAMES if n != name])

@@ -18,12 +18,14 @@ Three pieces, each rebuilt by `python -m jacobi_min train-base`:
 
 `train-base --init DIR` continues a trained checkpoint instead (its tokenizer
 kept, the weights in float32) for a second warm-up and cosine cycle on freshly
-drawn problems (`--seed`), at its own peak `--lr`.
+drawn problems (`--seed`), at its own peak `--lr`. `train-base --curriculum`
+rebuilds the shipped base that way (`CURRICULUM`): short stories first, then the
+full mix from those weights.
 """
 import json
 import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import torch
@@ -32,8 +34,11 @@ from tqdm import tqdm
 from transformers import Qwen2Config, Qwen2ForCausalLM, Qwen2Tokenizer
 
 from . import task
+from .cli import at_least
 
 EOS, PAD = "<|endoftext|>", "<|pad|>"
+CURRICULUM = ({"steps": 900, "bucket_weights": (1.0, 0.0, 0.0), "seed": 0},  # the shipped base's two stages
+              {"steps": 3000, "seed": 1})
 
 
 @dataclass
@@ -165,6 +170,16 @@ def train_base(out_dir: Path, cfg: BaseConfig = BaseConfig()) -> dict:
     return summary
 
 
+def train_curriculum(out_dir: Path, cfg: BaseConfig = BaseConfig()) -> dict:
+    """The shipped base's two stages: short stories only (to out_dir/short-first), then the full
+    mix from those weights with a new warm-up and cosine (to out_dir). Each stage resumes; a
+    finished first stage is kept."""
+    first = out_dir / "short-first"
+    if not (first / "model.safetensors").exists():
+        train_base(first, replace(cfg, **CURRICULUM[0]))
+    return train_base(out_dir, replace(cfg, **CURRICULUM[1], init=str(first)))
+
+
 def starting_point(cfg: BaseConfig, train: list[task.Problem]):
     """A new tokenizer and a randomly initialised model, or `cfg.init`'s, continued in float32."""
     if not cfg.init:
@@ -190,3 +205,33 @@ def restore(path: Path, model, opt) -> dict:
     model.load_state_dict(state["model"])
     opt.load_state_dict(state["opt"])
     return state
+
+
+def train_base_command(args) -> None:
+    if args.curriculum:
+        staged = {"--steps": args.steps != BaseConfig.steps, "--init": args.init, "--seed": args.seed != BaseConfig.seed,
+                  "--bucket-weights": tuple(args.bucket_weights) != BaseConfig.bucket_weights}
+        if any(staged.values()):
+            raise ValueError(f"--curriculum sets each stage's {', '.join(staged)} itself; leave them out")
+        print(train_curriculum(args.out, replace(BaseConfig(), lr=args.lr, layers=args.layers)))
+        return
+    cfg = replace(BaseConfig(), steps=args.steps, init=args.init, lr=args.lr, seed=args.seed,
+                  bucket_weights=tuple(args.bucket_weights), layers=args.layers)
+    print(train_base(args.out, cfg))
+
+
+def add_commands(commands) -> None:
+    p = commands.add_parser("train-base", help="train the embedded tiny Qwen2 and its tokenizer (~45 min on 2 cores)")
+    p.add_argument("--out", type=Path, default=Path("runs/base"),
+                   help="resumes from OUT/resume.pt when present; jacobi_min/checkpoints/base rebuilds the shipped model")
+    p.add_argument("--steps", type=at_least(1), default=BaseConfig.steps)
+    p.add_argument("--init", default="", help="continue from this checkpoint (its tokenizer kept) with a new warm-up and cosine")
+    p.add_argument("--lr", type=float, default=BaseConfig.lr, help="peak learning rate")
+    p.add_argument("--seed", type=int, default=BaseConfig.seed, help="seed of the training problems and the order")
+    p.add_argument("--bucket-weights", type=float, nargs=3, default=BaseConfig.bucket_weights,
+                   metavar=("SHORT", "MEDIUM", "LONG"), help="how often each step draws from each length bucket")
+    p.add_argument("--layers", type=at_least(1), default=BaseConfig.layers, help="transformer layers of a new model")
+    p.add_argument("--curriculum", action="store_true",
+                   help="the shipped base's recipe in one command: 900 steps of short stories (seed 0, to "
+                        "OUT/short-first), then 3,000 of the full mix from those weights (seed 1, to OUT); ~100 min")
+    p.set_defaults(run=train_base_command)

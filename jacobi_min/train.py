@@ -64,6 +64,7 @@ import math
 import os
 import random
 import shutil
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -73,11 +74,13 @@ import torch.distributed as dist
 from tqdm import tqdm
 
 from . import realtasks, task
+from .cli import at_least, model_args, with_model
 from .jacobi import eos_ids, jacobi_decode
 from .losses import jacobi_forcing_loss
 from .packing import collate, pack
 from .tiny import lr_at, restore, snapshot
-from .trajectories import pick_state, schedule
+from .trajectories import SCHEDULES, pick_state, schedule
+from .trajectories import load as load_trajectories
 
 
 @dataclass
@@ -318,3 +321,52 @@ def save_checkpoint(model, tokenizer, out_dir: Path, cfg: TrainConfig, log: list
         out_dir.rename(old)
     tmp.rename(out_dir)
     shutil.rmtree(old, ignore_errors=True)
+
+
+def train_config(args) -> TrainConfig:
+    """The `train` command's TrainConfig."""
+    return TrainConfig(method=args.method, schedule=args.schedule, window=args.window, random_offset=args.random_offset,
+                       steps=args.steps, lr=args.lr, adam_eps=args.adam_eps, lam=args.lam,
+                       label_smoothing=args.label_smoothing, ar_on_prompt=not args.answer_only_ar,
+                       consistency_on=() if args.ar_only else tuple(args.consistency_on), batch_size=args.batch_size,
+                       seed=args.seed, eval_problems=args.eval_problems, eval_every=args.eval_every)
+
+
+def train_command(args, model, tokenizer) -> None:
+    cfg = train_config(args)
+    resume = args.out.with_name(args.out.name + ".resume.pt")
+    if resume.exists() and not args.resume:
+        sys.exit(f"{resume} holds an interrupted run: add --resume to continue it, or delete it to start over")
+    train(model, tokenizer, load_trajectories(args.trajectories)[:args.limit], cfg, args.out, resume=resume)
+
+
+def add_commands(commands) -> None:
+    p = commands.add_parser("train", help="train on trajectories: Jacobi Forcing, CLLM or the CLLM-style variant")
+    model_args(p)
+    p.add_argument("--trajectories", type=Path, required=True)
+    p.add_argument("--method", default="jacobi-forcing", choices=METHODS,
+                   help="cllm: CLLM's trainer (one example per block); cllm-style: one noisy block per prompt")
+    p.add_argument("--schedule", default="progressive", choices=SCHEDULES)
+    p.add_argument("--window", type=at_least(1), default=TrainConfig.window)
+    p.add_argument("--steps", type=at_least(1), default=TrainConfig.steps)
+    p.add_argument("--lr", type=at_least(0.0, float), default=TrainConfig.lr)
+    p.add_argument("--lam", type=at_least(0.0, float), default=TrainConfig.lam, help="λ, the AR loss weight")
+    p.add_argument("--adam-eps", type=at_least(0.0, float), default=TrainConfig.adam_eps, help="AdamW's ε")
+    p.add_argument("--random-offset", action="store_true",
+                   help="start each example's progressive schedule at a random block of the window")
+    p.add_argument("--label-smoothing", type=at_least(0.0, float), default=TrainConfig.label_smoothing,
+                   help="ε of the AR loss (CLLM: 0.1)")
+    p.add_argument("--answer-only-ar", action="store_true", help="the AR loss covers the answer's tokens only")
+    p.add_argument("--consistency-on", nargs="+", default=list(TrainConfig.consistency_on), choices=list(task.BUCKETS),
+                   help="length buckets whose examples get noisy blocks (the others train on the AR loss alone)")
+    p.add_argument("--ar-only", action="store_true", help="no noisy blocks at all: the AR loss on the same packed batches")
+    p.add_argument("--limit", type=at_least(1), default=None, help="train on the first LIMIT trajectories of the file")
+    p.add_argument("--batch-size", type=at_least(1), default=TrainConfig.batch_size)
+    p.add_argument("--seed", type=at_least(0), default=TrainConfig.seed, help="seed of the batches and noisy states")
+    p.add_argument("--eval-problems", type=at_least(0), default=TrainConfig.eval_problems)
+    p.add_argument("--eval-every", type=at_least(1), default=TrainConfig.eval_every,
+                   help="steps between held-out scores (also scored at steps 0, 50 and 100)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue an interrupted run from its snapshot OUT.resume.pt (written every 200 steps)")
+    p.add_argument("--out", type=Path, required=True)
+    p.set_defaults(run=with_model(train_command))

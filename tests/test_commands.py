@@ -6,8 +6,9 @@ recorders, so each test checks the wiring: which function runs, with which
 configuration. The quick commands (collect, exactness, animate) run for real, and
 train-base's training function runs at a tiny size to test its resume.
 """
+import argparse
 import json
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
@@ -15,8 +16,8 @@ import torch
 from safetensors.torch import load_file
 
 from jacobi_min import bench, figures, pipeline, recipe, task, tiny, trajectories
-from jacobi_min.__main__ import main
-from jacobi_min.model import load
+from jacobi_min.__main__ import OWNERS, main
+from jacobi_min.model import CHECKPOINTS, load
 from jacobi_min.train import prompt_ids
 
 
@@ -27,9 +28,23 @@ def record(monkeypatch, module, name: str, returns=None) -> list:
     return calls
 
 
+def test_each_command_runs_a_function_of_the_module_that_registers_it():
+    """The CLI is a table: every module in OWNERS adds its commands, each with its own entry function."""
+    names = []
+    for module in OWNERS:
+        commands = argparse.ArgumentParser().add_subparsers()
+        module.add_commands(commands)
+        for name, parser in commands.choices.items():
+            assert parser.get_default("run").__module__ == module.__name__, name
+            names.append(name)
+    assert sorted(names) == sorted(["demo", "animate", "generate", "train-base", "collect", "pipeline", "train", "bench",
+                                    "sweep", "eval", "cost-model", "controls", "recipe", "exactness", "figures"])
+
+
 def test_collect_writes_the_trajectories_of_the_first_training_prompts(base, tmp_path):
     model, tokenizer = base
-    main(["collect", "--prompts", "2", "--block-size", "4", "--max-new-tokens", "8", "--out", str(tmp_path / "t.jsonl")])
+    main(["collect", "--prompts", "2", "--block-size", "4", "--max-new-tokens", "8", "--workers", "1",
+          "--out", str(tmp_path / "t.jsonl")])
     ids = [prompt_ids(tokenizer, p) for p in task.problems("train", 2, seed=0)]
     assert trajectories.load(tmp_path / "t.jsonl") == trajectories.collect(model, ids, 4, 8)
 
@@ -52,11 +67,11 @@ def test_exactness_reports_every_decoder_exact_on_the_prompts_it_is_given(base, 
 def test_pipeline_passes_its_options_to_every_training_stage(monkeypatch, tmp_path):
     calls = record(monkeypatch, pipeline, "run", returns={})
     main(["pipeline", "--work", str(tmp_path), "--base", "some/model", "--train-prompts", "7", "--workers", "3",
-          "--stage", "cllm", "--train-seed", "4", "--lam", "2.5", "--out", str(tmp_path / "ckpt")])
+          "--stage", "cllm", "--train-seed", "4", "--lam", "2.5", "--cllm-lam", "6", "--out", str(tmp_path / "ckpt")])
     (cfg, work, stage), _ = calls[0]
     assert (work, stage, cfg.base, cfg.train_prompts, cfg.workers, cfg.out) == (
         tmp_path, "cllm", "some/model", 7, 3, tmp_path / "ckpt")
-    assert (cfg.round1.seed, cfg.round2.seed, cfg.round1.lam, cfg.round2.lam) == (4, 4, 2.5, 2.5)
+    assert (cfg.round1.seed, cfg.round2.seed, cfg.round1.lam, cfg.round2.lam, cfg.cllm_lam) == (4, 4, 2.5, 2.5, 6.0)
 
 
 def test_pipeline_without_lam_keeps_each_rounds_own(monkeypatch, tmp_path):
@@ -64,7 +79,7 @@ def test_pipeline_without_lam_keeps_each_rounds_own(monkeypatch, tmp_path):
     main(["pipeline", "--work", str(tmp_path)])
     cfg = calls[0][0][0]
     default = pipeline.PipelineConfig()
-    assert (cfg.round1, cfg.round2) == (default.round1, default.round2)
+    assert (cfg.round1, cfg.round2, cfg.cllm_lam) == (default.round1, default.round2, default.cllm_lam)
 
 
 def test_bench_and_sweep_build_their_configs_from_the_arguments(monkeypatch, tmp_path, capsys):
@@ -157,28 +172,43 @@ def test_train_base_command_trains_for_the_given_steps(tmp_path, monkeypatch):
                                              layers=6)
 
 
+def test_train_base_curriculum_trains_the_shipped_bases_two_stages(tmp_path, monkeypatch):
+    calls = record(monkeypatch, tiny, "train_base", returns={"parameters": 1})
+    main(["train-base", "--curriculum", "--out", str(tmp_path)])
+    assert [args for args, _ in calls] == [
+        (tmp_path / "short-first", tiny.BaseConfig(steps=900, bucket_weights=(1.0, 0.0, 0.0), seed=0)),
+        (tmp_path, tiny.BaseConfig(steps=3000, seed=1, init=str(tmp_path / "short-first")))]
+    shipped = json.loads((CHECKPOINTS / "base" / "train_config.json").read_text())["config"]
+    assert {**asdict(calls[1][0][1]), "init": "", "bucket_weights": list(tiny.BaseConfig.bucket_weights)} == {
+        **shipped, "init": ""}
+    (tmp_path / "short-first").mkdir()
+    (tmp_path / "short-first" / "model.safetensors").write_bytes(b"")  # a finished first stage is kept
+    main(["train-base", "--curriculum", "--out", str(tmp_path)])
+    assert [args[0] for args, _ in calls[2:]] == [tmp_path]
+    with pytest.raises(SystemExit, match="--curriculum sets each stage's"):
+        main(["train-base", "--curriculum", "--steps", "5", "--out", str(tmp_path)])
+
+
 def test_a_question_typed_with_or_without_its_label_gets_the_answer_line():
     """A newcomer types "Question: …?" without the "Answer:" line the models were trained to see."""
-    from jacobi_min.__main__ import embedded_prompt
     question = "Mia has 45 stickers. Mia gives 17 stickers to Ben. How many stickers does Mia have now?"
     formatted = task.format_prompt(question)
     typed = [question, f"Question: {question}", f" Question:{question}\n"]
-    assert [embedded_prompt(text) for text in typed] == [formatted] * 3
-    assert embedded_prompt(formatted) == formatted and embedded_prompt(formatted + " Mia") == formatted + " Mia"
+    assert [task.as_prompt(text) for text in typed] == [formatted] * 3
+    assert task.as_prompt(formatted) == formatted and task.as_prompt(formatted + " Mia") == formatted + " Mia"
 
 
 def test_animate_writes_one_frame_per_state_of_the_slowest_block(base, tmp_path, capsys):
     from PIL import Image
 
     from jacobi_min import jacobi_decode
-    from jacobi_min.__main__ import embedded_prompt
     question = "Mia has 45 stickers. Mia gives 17 stickers to Ben. How many stickers does Mia have now?"
     main(["animate", question, "--models", "base", "jacobi-forcing", "--block-size", "4", "--block", "1",
           "--out", str(tmp_path / "t.gif")])
     states = []
     for name in ("base", "jacobi-forcing"):
         model, tokenizer = load(name)
-        ids = tokenizer(embedded_prompt(question))["input_ids"]
+        ids = tokenizer(task.as_prompt(question))["input_ids"]
         states.append(len(jacobi_decode(model, ids, 4, 8, record=True).blocks[1].states))
     with Image.open(tmp_path / "t.gif") as gif:
         assert gif.n_frames == max(states)

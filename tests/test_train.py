@@ -102,7 +102,8 @@ def test_pipeline_runs_end_to_end_on_a_few_prompts_and_resumes(tmp_path, monkeyp
     the same folder is refused instead of reusing the finished stages."""
     tiny = TrainConfig(steps=3, batch_size=2, eval_every=10**9, eval_problems=2)
     cfg = pipeline.PipelineConfig(train_prompts=4, max_new_tokens=64, round1=replace(tiny, lr=5e-4),
-                                  round2=replace(tiny, lr=2e-4, lam=20.0), ablation={"progressive": {}, "λ = 2": {"lam": 2.0}},
+                                  round2=replace(tiny, lr=2e-4, lam=20.0), cllm_lam=7.0,
+                                  ablation={"progressive": {}, "λ = 2": {"lam": 2.0}},
                                   ablation_seeds=2, ablation_steps=2, ablation_problems=1,
                                   out=tmp_path / "out", results=tmp_path / "results")
     first = pipeline.run(cfg, tmp_path / "work", stage="jacobi-forcing")  # "interrupted" after round 2
@@ -125,7 +126,7 @@ def test_pipeline_runs_end_to_end_on_a_few_prompts_and_resumes(tmp_path, monkeyp
         assert [r.get("round", 1) for r in log] == [1, 1, 1, 1, 2, 2, 2, 2]
         assert all(math.isfinite(r["loss"]) for r in log if r["step"] > 0 and "loss" in r)
         saved = json.loads((cfg.out / name / "train_config.json").read_text())
-        assert (saved["config"]["lr"], saved["config"]["lam"]) == ((2e-4 if name == "jacobi-forcing" else 5e-4), 20.0)
+        assert (saved["config"]["lr"], saved["config"]["lam"]) == ((2e-4, 20.0) if name == "jacobi-forcing" else (5e-4, 7.0))
         model, tokenizer = jacobi_min.load(cfg.out / name)
         prompt = tokenizer(task.problems("test", 1)[0].prompt)["input_ids"]
         assert jacobi_min.jacobi_decode(model, prompt, 16, 40).tokens == generate_greedy(model, prompt, 40)
@@ -308,7 +309,8 @@ def test_evaluation_steps_are_zero_early_and_every_eval_every():
 
 
 def test_the_train_command_passes_every_option_to_the_config():
-    from jacobi_min.__main__ import build_parser, train_config
+    from jacobi_min.__main__ import build_parser
+    from jacobi_min.train import train_config
     args = build_parser().parse_args(["train", "--trajectories", "t", "--out", "o", "--method", "cllm", "--lam", "7",
                                       "--label-smoothing", "0.1", "--answer-only-ar", "--consistency-on", "long",
                                       "--seed", "3", "--lr", "1e-4", "--eval-every", "50", "--adam-eps", "1e-4",
@@ -321,10 +323,10 @@ def test_the_train_command_passes_every_option_to_the_config():
 
 
 def test_the_train_command_trains_on_the_first_limit_trajectories(trajectory_file, tmp_path, monkeypatch):
-    from jacobi_min import __main__ as cli
+    from jacobi_min.__main__ import main
     seen = []
-    monkeypatch.setattr(cli, "train", lambda model, tokenizer, data, cfg, out, resume: seen.append((data, cfg)))
-    cli.main(["train", "--trajectories", str(trajectory_file), "--out", str(tmp_path / "o"), "--limit", "2", "--lam", "5"])
+    monkeypatch.setattr(train_module, "train", lambda model, tokenizer, data, cfg, out, resume: seen.append((data, cfg)))
+    main(["train", "--trajectories", str(trajectory_file), "--out", str(tmp_path / "o"), "--limit", "2", "--lam", "5"])
     assert seen[0][0] == trajectories.load(trajectory_file)[:2] and seen[0][1].lam == 5.0
 
 
