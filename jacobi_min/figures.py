@@ -204,8 +204,8 @@ def training_runs(runs: dict, results: dict):
         ax.set_title(f"{length} answers, {runs['problems']} held-out problems", fontsize=10)
     axes[0].set_ylabel("accuracy (%)")
     axes[0].scatter([], [], s=130, facecolors="none", edgecolors="black", label="shipped")
-    fig.legend(*axes[0].get_legend_handles_labels(), fontsize=8, loc="lower center", ncol=6, bbox_to_anchor=(0.5, 0.0))
-    fig.tight_layout(rect=(0, 0.09, 1, 1))
+    fig.legend(*axes[0].get_legend_handles_labels(), fontsize=8, loc="lower center", ncol=6,
+               bbox_to_anchor=(0.5, 1.0))  # above the figure: `save` grows the box to take it in
     return fig
 
 
