@@ -341,7 +341,7 @@ def bench_command(args) -> None:
 
 
 def sweep_command(args) -> None:
-    for row in sweep(SweepConfig(model=args.model, problems=args.problems, length=args.length)):
+    for row in sweep(SweepConfig(model=args.model, problems=args.problems, length=args.length), args.out):
         print(row)
 
 
@@ -386,6 +386,7 @@ def add_commands(commands) -> None:
     p.add_argument("--model", default="jacobi-forcing")
     p.add_argument("--problems", type=at_least(1), default=SweepConfig.problems)
     p.add_argument("--length", default=SweepConfig.length, choices=list(task.BUCKETS))
+    p.add_argument("--out", type=Path, default=RESULTS / "multiblock_sweep.json")
     p.set_defaults(run=sweep_command)
 
     p = commands.add_parser("eval", help="held-out accuracy, TPF of greedy Jacobi and repetition of models, per length bucket")

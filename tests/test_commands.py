@@ -91,9 +91,9 @@ def test_bench_and_sweep_build_their_configs_from_the_arguments(monkeypatch, tmp
     assert (cfg.problems, cfg.lengths, cfg.block_sizes, cfg.workers, cfg.dtype, out) == (
         5, ["long"], [8, 32], 1, "float32", tmp_path / "b.json")
     sweeps = record(monkeypatch, bench, "sweep", returns=[{"row": 1}])
-    main(["sweep", "--model", "base", "--problems", "3", "--length", "medium"])
-    cfg = sweeps[0][0][0]
-    assert (cfg.model, cfg.problems, cfg.length) == ("base", 3, "medium")
+    main(["sweep", "--model", "base", "--problems", "3", "--length", "medium", "--out", str(tmp_path / "s.json")])
+    (cfg, out), _ = sweeps[0]
+    assert (cfg.model, cfg.problems, cfg.length, out) == ("base", 3, "medium", tmp_path / "s.json")
     assert capsys.readouterr().out.splitlines() == ["table", "{'row': 1}"]
 
 
