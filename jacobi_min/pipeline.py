@@ -79,7 +79,8 @@ class PipelineConfig:
 
 def with_training(cfg: PipelineConfig, seed: int, lam: float | None = None) -> PipelineConfig:
     """`cfg` with every training stage seeded by `seed` (other batches and noisy states drawn from
-    the same trajectories: the spread between training runs) and, when given, at AR weight `lam`."""
+    the same trajectories: the spread between training runs) and, when given, Jacobi Forcing's
+    rounds and the ablation at AR weight `lam` (CLLM keeps `cllm_lam`)."""
     changes = {"seed": seed} if lam is None else {"seed": seed, "lam": lam}
     return replace(cfg, round1=replace(cfg.round1, **changes), round2=replace(cfg.round2, **changes))
 
