@@ -392,7 +392,7 @@ def add_commands(commands) -> None:
     p = commands.add_parser("eval", help="held-out accuracy, TPF of greedy Jacobi and repetition of models, per length bucket")
     p.add_argument("--models", "--model", nargs="+", default=["base"],
                    help="embedded names (base, jacobi-forcing, cllm) or checkpoint directories")
-    p.add_argument("--device", default="cpu", help="cpu or cuda")
+    device_args(p, dtype=False)
     p.add_argument("--problems", type=at_least(1), default=500, help="per length bucket")
     p.add_argument("--lengths", nargs="+", default=["mix"], choices=task.LENGTHS,
                    help="length buckets (mix: all three, drawn together)")

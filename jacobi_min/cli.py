@@ -17,9 +17,11 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 MODEL_HELP = "embedded name (base, jacobi-forcing, cllm), qwen2.5-coder-0.5b-instruct, directory or hub id"
 
 
-def device_args(parser) -> None:
+def device_args(parser, dtype: bool = True) -> None:
+    """--device, and --dtype unless the command picks its own dtype."""
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
-    parser.add_argument("--dtype", default=None, choices=DTYPES, help="default: float32 on cpu, bfloat16 on cuda")
+    if dtype:
+        parser.add_argument("--dtype", default=None, choices=DTYPES, help="default: float32 on cpu, bfloat16 on cuda")
 
 
 def model_args(parser, default: str = "base") -> None:

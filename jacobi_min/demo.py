@@ -92,6 +92,6 @@ def add_commands(commands) -> None:
                    help="models sharing one tokenizer: embedded names or directories")
     p.add_argument("--block-size", type=at_least(1), default=16)
     p.add_argument("--block", type=at_least(0), default=0, help="which block of the answer (0: the first)")
-    p.add_argument("--device", default="cpu", help="cpu or cuda")
+    device_args(p, dtype=False)
     p.add_argument("--out", type=Path, default=Path("trajectory.gif"))
     p.set_defaults(run=animate_command)

@@ -40,7 +40,7 @@ from pathlib import Path
 import torch
 
 from . import task, trajectories
-from .cli import at_least, model_args, with_model
+from .cli import at_least, device_args, model_args, with_model
 from .model import load
 from .train import CLLM, TrainConfig, evaluate, prompt_ids, save_checkpoint, train
 from .workers import SHARED, pmap
@@ -325,7 +325,7 @@ def add_commands(commands) -> None:
     p.add_argument("--work", type=Path, default=Path("runs/pipeline"),
                    help="trajectories and finished stages; a rerun resumes after the last finished stage")
     p.add_argument("--base", default="base", help="model to start from (embedded name, directory, alias or hub id)")
-    p.add_argument("--device", default="cpu", help="cpu or cuda")
+    device_args(p, dtype=False)
     p.add_argument("--out", type=Path, default=PipelineConfig.out,
                    help="checkpoints go to OUT/jacobi-forcing and OUT/cllm (jacobi_min/checkpoints rebuilds the shipped ones)")
     p.add_argument("--train-prompts", type=at_least(1), default=PipelineConfig.train_prompts,
