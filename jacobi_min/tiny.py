@@ -209,14 +209,17 @@ def restore(path: Path, model, opt) -> dict:
 
 def train_base_command(args) -> None:
     if args.curriculum:
-        staged = {"--steps": args.steps != BaseConfig.steps, "--init": args.init, "--seed": args.seed != BaseConfig.seed,
-                  "--bucket-weights": tuple(args.bucket_weights) != BaseConfig.bucket_weights}
-        if any(staged.values()):
-            raise ValueError(f"--curriculum sets each stage's {', '.join(staged)} itself; leave them out")
+        staged = {"--steps": args.steps, "--init": args.init or None, "--seed": args.seed,
+                  "--bucket-weights": args.bucket_weights}
+        given = [flag for flag, value in staged.items() if value is not None]
+        if given:
+            raise ValueError(f"--curriculum sets each stage's {', '.join(given)} itself; leave them out")
         print(train_curriculum(args.out, replace(BaseConfig(), lr=args.lr, layers=args.layers)))
         return
-    cfg = replace(BaseConfig(), steps=args.steps, init=args.init, lr=args.lr, seed=args.seed,
-                  bucket_weights=tuple(args.bucket_weights), layers=args.layers)
+    defaults = BaseConfig()
+    cfg = replace(defaults, steps=args.steps or defaults.steps, init=args.init, lr=args.lr, layers=args.layers,
+                  seed=defaults.seed if args.seed is None else args.seed,
+                  bucket_weights=tuple(args.bucket_weights or defaults.bucket_weights))
     print(train_base(args.out, cfg))
 
 
@@ -224,12 +227,12 @@ def add_commands(commands) -> None:
     p = commands.add_parser("train-base", help="train the embedded tiny Qwen2 and its tokenizer (~45 min on 2 cores)")
     p.add_argument("--out", type=Path, default=Path("runs/base"),
                    help="resumes from OUT/resume.pt when present; jacobi_min/checkpoints/base rebuilds the shipped model")
-    p.add_argument("--steps", type=at_least(1), default=BaseConfig.steps)
+    p.add_argument("--steps", type=at_least(1), help=f"default {BaseConfig.steps}")
     p.add_argument("--init", default="", help="continue from this checkpoint (its tokenizer kept) with a new warm-up and cosine")
     p.add_argument("--lr", type=float, default=BaseConfig.lr, help="peak learning rate")
-    p.add_argument("--seed", type=int, default=BaseConfig.seed, help="seed of the training problems and the order")
-    p.add_argument("--bucket-weights", type=float, nargs=3, default=BaseConfig.bucket_weights,
-                   metavar=("SHORT", "MEDIUM", "LONG"), help="how often each step draws from each length bucket")
+    p.add_argument("--seed", type=int, help=f"seed of the training problems and the order (default {BaseConfig.seed})")
+    p.add_argument("--bucket-weights", type=float, nargs=3, metavar=("SHORT", "MEDIUM", "LONG"),
+                   help=f"how often each step draws from each length bucket (default {BaseConfig.bucket_weights})")
     p.add_argument("--layers", type=at_least(1), default=BaseConfig.layers, help="transformer layers of a new model")
     p.add_argument("--curriculum", action="store_true",
                    help="the shipped base's recipe in one command: 900 steps of short stories (seed 0, to "

@@ -185,8 +185,10 @@ def test_train_base_curriculum_trains_the_shipped_bases_two_stages(tmp_path, mon
     (tmp_path / "short-first" / "model.safetensors").write_bytes(b"")  # a finished first stage is kept
     main(["train-base", "--curriculum", "--out", str(tmp_path)])
     assert [args[0] for args, _ in calls[2:]] == [tmp_path]
-    with pytest.raises(SystemExit, match="--curriculum sets each stage's"):
+    with pytest.raises(SystemExit, match="--curriculum sets each stage's --steps itself"):
         main(["train-base", "--curriculum", "--steps", "5", "--out", str(tmp_path)])
+    with pytest.raises(SystemExit, match="--curriculum sets each stage's --seed itself"):  # even at the default
+        main(["train-base", "--curriculum", "--seed", str(tiny.BaseConfig.seed), "--out", str(tmp_path)])
 
 
 def test_a_question_typed_with_or_without_its_label_gets_the_answer_line():
