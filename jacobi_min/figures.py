@@ -180,7 +180,8 @@ def training_runs(runs: dict, results: dict):
     """Accuracy against TPF (greedy Jacobi, n = 16) of every trained model, one panel per length
     bucket: each method's runs as dots (`runs["methods"]` names each run's method, `runs["shipped"]`
     the shipped ones, circled) and its frontier as a line, the base model's accuracy, and the
-    targets 1 and 3 points below it. Each dot is labelled by what follows the first comma of its label."""
+    targets 1 and 3 points below it. The frontier's and the shipped runs' dots are labelled by what follows
+    the first comma of their label; the others stay unlabelled (their numbers are in `runs`)."""
     buckets = results["buckets"]
     fig, axes = plt.subplots(1, len(buckets), figsize=(6 * len(buckets), 4.8), squeeze=False)
     axes = axes[0]
@@ -193,13 +194,15 @@ def training_runs(runs: dict, results: dict):
             labels = [label for label, m in runs["methods"].items() if m == method]
             points = [(runs["scores"][label][length]["tpf"], 100 * runs["scores"][label][length]["accuracy"])
                       for label in labels]
-            ax.plot(*zip(*frontier_points(points)), color=COLORS[method], lw=1.5, label=f"{method}: frontier")
+            line = frontier_points(points)
+            ax.plot(*zip(*line), color=COLORS[method], lw=1.5, label=f"{method}: frontier")
             ax.scatter(*zip(*points), color=COLORS[method], zorder=3, s=18)
             for label, (x, y) in zip(labels, points):
                 if label in runs["shipped"]:
                     ax.scatter(x, y, s=130, facecolors="none", edgecolors="black", zorder=4)
-                ax.annotate(label.split(", ", 1)[-1], (x, y), textcoords="offset points", xytext=(4, 3), fontsize=6.5,
-                            rotation=20, color=COLORS[method])
+                if label in runs["shipped"] or (x, y) in line:
+                    ax.annotate(label.split(", ", 1)[-1], (x, y), textcoords="offset points", xytext=(4, 3),
+                                fontsize=6.5, rotation=20, color=COLORS[method])
         ax.set_xlabel(f"tokens per forward (greedy Jacobi, n = {runs['block_size']})")
         ax.set_title(f"{length} answers, {runs['problems']} held-out problems", fontsize=10)
     axes[0].set_ylabel("accuracy (%)")
