@@ -41,6 +41,7 @@ from .train import evaluate
 from .workers import SHARED, pmap
 
 RESULTS = Path(__file__).parent.parent / "figures" / "results"
+BENCHMARK_OUT, SWEEP_OUT = RESULTS / "benchmark.json", RESULTS / "multiblock_sweep.json"
 MULTIBLOCK = {"blocks": 2, "spawn_ratio": 0.25, "pool_size": 4}  # among the best TPF of the sweep
 MODELS = ("base", "cllm", "jacobi-forcing")
 
@@ -220,7 +221,7 @@ def run_bucket(length: str) -> dict:
             "answer_tokens": rows[0]["tokens"] / len(problems) + 1}
 
 
-def run(cfg: BenchConfig = BenchConfig(), out: Path | None = RESULTS / "benchmark.json") -> dict:
+def run(cfg: BenchConfig = BenchConfig(), out: Path | None = BENCHMARK_OUT) -> dict:
     """Run every method on every length bucket; write and return the results."""
     SHARED["bench"] = cfg
     workers = cfg.workers if cfg.device == "cpu" else 1
@@ -322,7 +323,7 @@ def sweep_block_size(n: int) -> list[dict]:
     return rows
 
 
-def sweep(cfg: SweepConfig = SweepConfig(), out: Path | None = RESULTS / "multiblock_sweep.json") -> list[dict]:
+def sweep(cfg: SweepConfig = SweepConfig(), out: Path | None = SWEEP_OUT) -> list[dict]:
     """TPF and speedup over AR of multi-block + recycling for every (n, K, r, pool), ours and the
     official variant, on one model and length bucket (one process per block size)."""
     SHARED["sweep"] = cfg
@@ -378,7 +379,7 @@ def add_commands(commands) -> None:
     p.add_argument("--block-sizes", type=at_least(1), nargs="+", default=BenchConfig().block_sizes)
     p.add_argument("--workers", type=at_least(1), default=2, help="CPU processes (one thread each), one length bucket each")
     device_args(p)
-    p.add_argument("--out", type=Path, default=RESULTS / "benchmark.json")
+    p.add_argument("--out", type=Path, default=BENCHMARK_OUT)
     p.set_defaults(run=bench_command)
 
     p = commands.add_parser("sweep", help="multi-block + recycling over (n, K, r, pool, ours/official) on one model: "
@@ -386,7 +387,7 @@ def add_commands(commands) -> None:
     p.add_argument("--model", default="jacobi-forcing")
     p.add_argument("--problems", type=at_least(1), default=SweepConfig.problems)
     p.add_argument("--length", default=SweepConfig.length, choices=list(task.BUCKETS))
-    p.add_argument("--out", type=Path, default=RESULTS / "multiblock_sweep.json")
+    p.add_argument("--out", type=Path, default=SWEEP_OUT)
     p.set_defaults(run=sweep_command)
 
     p = commands.add_parser("eval", help="held-out accuracy, TPF of greedy Jacobi and repetition of models, per length bucket")

@@ -208,19 +208,17 @@ def restore(path: Path, model, opt) -> dict:
 
 
 def train_base_command(args) -> None:
-    if args.curriculum:
-        staged = {"--steps": args.steps, "--init": args.init or None, "--seed": args.seed,
-                  "--bucket-weights": args.bucket_weights}
-        given = [flag for flag, value in staged.items() if value is not None]
-        if given:
-            raise ValueError(f"--curriculum sets each stage's {', '.join(given)} itself; leave them out")
-        print(train_curriculum(args.out, replace(BaseConfig(), lr=args.lr, layers=args.layers)))
-        return
-    defaults = BaseConfig()
-    cfg = replace(defaults, steps=args.steps or defaults.steps, init=args.init, lr=args.lr, layers=args.layers,
-                  seed=defaults.seed if args.seed is None else args.seed,
-                  bucket_weights=tuple(args.bucket_weights or defaults.bucket_weights))
-    print(train_base(args.out, cfg))
+    staged = {"steps": args.steps, "init": args.init or None, "seed": args.seed,
+              "bucket_weights": tuple(args.bucket_weights) if args.bucket_weights else None}
+    given = {name: value for name, value in staged.items() if value is not None}
+    cfg = replace(BaseConfig(), lr=args.lr, layers=args.layers)
+    if not args.curriculum:
+        print(train_base(args.out, replace(cfg, **given)))
+    elif given:
+        flags = ", ".join("--" + name.replace("_", "-") for name in given)
+        raise ValueError(f"--curriculum sets each stage's {flags} itself; leave them out")
+    else:
+        print(train_curriculum(args.out, cfg))
 
 
 def add_commands(commands) -> None:
