@@ -28,7 +28,12 @@ Named departures, each measured in docs/results.md (the controls):
 ε = 1e-8 a weight whose gradient is only noise (|m̂| ≈ √v̂) still moves about
 lr per step, and the base's median per-weight gradient under this loss is
 ~5e-4, so ε = 1e-4 damps exactly those weights (measured: docs/results.md).
-`consistency_on` lists the length buckets whose examples get noisy blocks (the
+`clean_context` gives Jacobi Forcing's noisy blocks the clean-context mask
+(each sees the clean blocks before it, CLLM's training condition, all blocks
+still in one packed forward), `draw_by_blocks` draws prompts with probability
+∝ their blocks (CLLM's draw, one example per prompt): the two CLLM
+ingredients, one at a time, that the frontier experiment adds to Jacobi
+Forcing. `consistency_on` lists the length buckets whose examples get noisy blocks (the
 others train on the AR loss alone; `()` is AR-only training on the same
 packed batches), `ar_on_prompt=False` keeps only the answer's tokens in the AR
 loss, `label_smoothing` is CLLM's ε.
@@ -106,6 +111,8 @@ class TrainConfig:
     ar_on_prompt: bool = True  # the AR loss covers the prompt too (False: the answer only)
     label_smoothing: float = 0.0  # ε of the AR loss (CLLM: 0.1)
     consistency_on: tuple[str, ...] = tuple(task.BUCKETS)  # buckets whose examples get noisy blocks; (): AR only
+    clean_context: bool = False  # Jacobi Forcing's noisy blocks see the clean blocks before them (CLLM's mask)
+    draw_by_blocks: bool = False  # prompts drawn with probability ∝ their blocks (CLLM's draw)
 
 
 METHODS = ("jacobi-forcing", "cllm", "cllm-style")
@@ -142,14 +149,15 @@ def draw_examples(groups: list[list[dict]], cfg: TrainConfig, rng: random.Random
     """`batch_size` (trajectory, block) pairs from one length bucket (a batch of short answers is
     not padded to a long one's length). Jacobi Forcing and CLLM-style: one example per prompt,
     the bucket drawn uniformly. CLLM: one example per (prompt, block), drawn uniformly over all
-    blocks: the bucket with probability ∝ its blocks, then a block of it."""
-    if cfg.method != "cllm":
+    blocks: the bucket with probability ∝ its blocks, then a prompt ∝ its blocks, then a block of
+    it. `draw_by_blocks`: the prompts drawn as CLLM draws them, one example each."""
+    if cfg.method != "cllm" and not cfg.draw_by_blocks:
         group = rng.choice(groups)
         return [(rng.choice(group), None) for _ in range(cfg.batch_size)]
     sizes = [[len(t["blocks"]) for t in group] for group in groups]
     group, size = rng.choices(list(zip(groups, sizes)), weights=[sum(s) for s in sizes])[0]
     picks = rng.choices(group, weights=size, k=cfg.batch_size)
-    return [(t, rng.randrange(len(t["blocks"]))) for t in picks]
+    return [(t, rng.randrange(len(t["blocks"])) if cfg.method == "cllm" else None) for t in picks]
 
 
 def make_batch(groups: list[list[dict]], cfg: TrainConfig, rng: random.Random, eos: set[int], pad_id: int) -> dict:
@@ -160,7 +168,7 @@ def make_batch(groups: list[list[dict]], cfg: TrainConfig, rng: random.Random, e
         noisy = noisy_blocks(t, cfg, rng, block) if bucket(t) in cfg.consistency_on else [None] * len(t["blocks"])
         packed.append(pack(t["prompt"], noisy, [s[-1] for s in t["blocks"]], eos, pad_id, cfg.ar_on_prompt,
                            drop_last=cfg.method == "cllm"))
-    return collate(packed, pad_id, mask="noisy" if cfg.method == "jacobi-forcing" else "clean")
+    return collate(packed, pad_id, mask="noisy" if cfg.method == "jacobi-forcing" and not cfg.clean_context else "clean")
 
 
 def repetition(tokens: list[int]) -> float:
@@ -215,6 +223,16 @@ def evaluates_at(step: int, cfg: TrainConfig) -> bool:
     return step in EARLY_EVALS or step % cfg.eval_every == 0 or step == cfg.steps
 
 
+def check_config(cfg: TrainConfig) -> None:
+    """A clear error for a method that does not exist or an option the method already fixes."""
+    if cfg.method not in METHODS:
+        raise ValueError(f"unknown method {cfg.method!r}: choose one of {METHODS}")
+    if cfg.method != "jacobi-forcing" and cfg.clean_context:
+        raise ValueError(f"--clean-context is a Jacobi Forcing option: {cfg.method} always trains with the clean context")
+    if cfg.method == "cllm" and cfg.draw_by_blocks:
+        raise ValueError("--draw-by-blocks is CLLM's own draw: cllm always draws its examples by blocks")
+
+
 def setup_distributed() -> tuple[int, int]:
     """(rank, world size); initialises the process group when launched by torchrun."""
     if "RANK" not in os.environ:
@@ -233,8 +251,7 @@ def train(model, tokenizer, trajectories: list[dict], cfg: TrainConfig, out_dir:
     """
     if not trajectories:
         raise ValueError("no trajectories to train on: collect some first (python -m jacobi_min collect)")
-    if cfg.method not in METHODS:
-        raise ValueError(f"unknown method {cfg.method!r}: choose one of {METHODS}")
+    check_config(cfg)
     rank, world = setup_distributed()
     rng = random.Random(f"{cfg.seed}-{rank}")
     torch.manual_seed(cfg.seed)
@@ -329,7 +346,8 @@ def train_config(args) -> TrainConfig:
                        steps=args.steps, lr=args.lr, adam_eps=args.adam_eps, lam=args.lam,
                        label_smoothing=args.label_smoothing, ar_on_prompt=not args.answer_only_ar,
                        consistency_on=() if args.ar_only else tuple(args.consistency_on), batch_size=args.batch_size,
-                       seed=args.seed, eval_problems=args.eval_problems, eval_every=args.eval_every)
+                       seed=args.seed, eval_problems=args.eval_problems, eval_every=args.eval_every,
+                       clean_context=args.clean_context, draw_by_blocks=args.draw_by_blocks)
 
 
 def train_command(args, model, tokenizer) -> None:
@@ -360,6 +378,10 @@ def add_commands(commands) -> None:
     p.add_argument("--consistency-on", nargs="+", default=list(TrainConfig.consistency_on), choices=list(task.BUCKETS),
                    help="length buckets whose examples get noisy blocks (the others train on the AR loss alone)")
     p.add_argument("--ar-only", action="store_true", help="no noisy blocks at all: the AR loss on the same packed batches")
+    p.add_argument("--clean-context", action="store_true",
+                   help="Jacobi Forcing's noisy blocks see the clean blocks before them (CLLM's mask), not the noisy ones")
+    p.add_argument("--draw-by-blocks", action="store_true",
+                   help="draw prompts with probability proportional to their blocks (CLLM's draw), one example each")
     p.add_argument("--limit", type=at_least(1), default=None, help="train on the first LIMIT trajectories of the file")
     p.add_argument("--batch-size", type=at_least(1), default=TrainConfig.batch_size)
     p.add_argument("--seed", type=at_least(0), default=TrainConfig.seed, help="seed of the batches and noisy states")

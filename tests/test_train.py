@@ -285,6 +285,39 @@ def test_cllm_draws_one_example_per_block_and_jacobi_forcing_one_per_prompt():
                                                             draw_examples([[one]], TrainConfig(method=method), rng))
 
 
+def test_draw_by_blocks_picks_the_prompts_cllm_picks_with_one_example_each():
+    """Same seed, same draws: CLLM's prompts (∝ their blocks), but no block chosen (Jacobi Forcing packs all of them)."""
+    groups = [[hand_made(1, 4), hand_made(3, 4, first=1000)], [hand_made(11, 16, first=5000)]]
+    for seed in range(20):
+        cllm = draw_examples(groups, TrainConfig(method="cllm"), random.Random(seed))
+        by_blocks = draw_examples(groups, TrainConfig(draw_by_blocks=True), random.Random(seed))
+        assert [id(t) for t, _ in by_blocks] == [id(t) for t, _ in cllm] and all(j is None for _, j in by_blocks)
+
+
+def test_clean_context_changes_only_the_mask_to_cllms():
+    """Same draws, noisy states and consistency pairs; only the mask differs, and it is the clean-context one
+    (which the packing tests prove equal to one plain forward per noisy block after the clean blocks before it)."""
+    group = [hand_made(3, 4), hand_made(2, 4, first=1000)]
+    noisy = make_batch([group], TrainConfig(batch_size=3, random_offset=True), random.Random(4), eos=set(), pad_id=0)
+    clean = make_batch([group], TrainConfig(batch_size=3, random_offset=True, clean_context=True), random.Random(4),
+                       eos=set(), pad_id=0)
+    assert all(torch.equal(noisy[k], clean[k]) for k in noisy if k != "attention_mask")
+    assert not torch.equal(noisy["attention_mask"], clean["attention_mask"])
+    rng = random.Random(4)
+    examples = [pack(t["prompt"], noisy_blocks(t, TrainConfig(random_offset=True), rng), [s[-1] for s in t["blocks"]])
+                for t, _ in draw_examples([group], TrainConfig(batch_size=3), rng)]
+    assert torch.equal(clean["attention_mask"], collate(examples, pad_id=0, mask="clean")["attention_mask"])
+
+
+@pytest.mark.parametrize("method, option", [("cllm", "clean_context"), ("cllm-style", "clean_context"),
+                                            ("cllm", "draw_by_blocks")])
+def test_an_option_the_method_already_fixes_is_a_clear_error(trajectory_file, method, option):
+    model, tokenizer = jacobi_min.load()
+    with pytest.raises(ValueError, match=option.replace("_", "-")):
+        train(model, tokenizer, trajectories.load(trajectory_file),
+              TrainConfig(method=method, steps=1, eval_problems=0, **{option: True}))
+
+
 def test_a_cllm_example_is_one_noisy_block_after_its_clean_prefix_without_the_last_position():
     """Hand-made: block 1 of 3 (n = 4; tokens 110..113) in the state wrong from position 1 or 2; the consistency positions
     run from that mismatch to n - 2 (CLLM drops the last); the mask is the clean-context one."""
@@ -320,6 +353,9 @@ def test_the_train_command_passes_every_option_to_the_config():
                                              random_offset=True)
     ar_only = build_parser().parse_args(["train", "--trajectories", "t", "--out", "o", "--ar-only"])
     assert train_config(ar_only) == TrainConfig(consistency_on=())
+    cllm_parts = build_parser().parse_args(["train", "--trajectories", "t", "--out", "o", "--clean-context",
+                                            "--draw-by-blocks"])
+    assert train_config(cllm_parts) == TrainConfig(clean_context=True, draw_by_blocks=True)
 
 
 def test_the_train_command_trains_on_the_first_limit_trajectories(trajectory_file, tmp_path, monkeypatch):
