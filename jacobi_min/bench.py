@@ -33,7 +33,7 @@ from tqdm import tqdm
 from transformers import DynamicCache
 
 from . import task
-from .cli import at_least, device_args, dtype_of, model_args, with_model
+from .cli import at_least, device_args, dtype_of, model_args, probability, with_model
 from .jacobi import DecodeResult, forward_argmax, greedy_decode, jacobi_decode
 from .model import load
 from .multiblock import multiblock_decode
@@ -342,7 +342,9 @@ def bench_command(args) -> None:
 
 
 def sweep_command(args) -> None:
-    for row in sweep(SweepConfig(model=args.model, problems=args.problems, length=args.length), args.out):
+    cfg = SweepConfig(model=args.model, problems=args.problems, length=args.length, block_sizes=args.block_sizes,
+                      blocks=args.blocks, spawn_ratios=args.spawn_ratios, pool_sizes=args.pool_sizes)
+    for row in sweep(cfg, args.out):
         print(row)
 
 
@@ -387,6 +389,10 @@ def add_commands(commands) -> None:
     p.add_argument("--model", default="jacobi-forcing")
     p.add_argument("--problems", type=at_least(1), default=SweepConfig.problems)
     p.add_argument("--length", default=SweepConfig.length, choices=list(task.BUCKETS))
+    p.add_argument("--block-sizes", type=at_least(1), nargs="+", default=SweepConfig().block_sizes, help="n")
+    p.add_argument("--blocks", type=at_least(1), nargs="+", default=SweepConfig().blocks, help="K")
+    p.add_argument("--spawn-ratios", type=probability, nargs="+", default=SweepConfig().spawn_ratios, help="r")
+    p.add_argument("--pool-sizes", type=at_least(0), nargs="+", default=SweepConfig().pool_sizes)
     p.add_argument("--out", type=Path, default=SWEEP_OUT)
     p.set_defaults(run=sweep_command)
 
