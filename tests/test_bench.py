@@ -75,11 +75,20 @@ def test_figures_rebuild_from_results_only(tiny_results, tmp_path):
               "seen": {"before": [1.1, 1.0], "after": [2.0, 1.5]}}
     (tiny_results.parent / "qwen_jacobi_forcing.json").write_text(json.dumps(recipe))
     score = lambda tpf: {length: {"accuracy": 0.8, "tpf": tpf, "repetition": 0.01} for length in task.BUCKETS}
-    training = {"problems": 2, "block_size": 16, "models": {"Jacobi Forcing, seed 0": "a", "CLLM, λ = 3": "b"},
-                "methods": {"Jacobi Forcing, seed 0": "Jacobi Forcing", "CLLM, λ = 3": "CLLM"},
+    training = {"problems": 2, "block_size": 16,
+                "models": {"Jacobi Forcing, seed 0": "a", "CLLM, λ = 3": "b", figures.WHY_REFERENCE: "c"},
+                "methods": {"Jacobi Forcing, seed 0": "Jacobi Forcing", "CLLM, λ = 3": "CLLM",
+                            figures.WHY_REFERENCE: "Jacobi Forcing"},
                 "shipped": ["Jacobi Forcing, seed 0"],
-                "scores": {"Jacobi Forcing, seed 0": score(2.0), "CLLM, λ = 3": score(3.0)}}
+                "scores": {"Jacobi Forcing, seed 0": score(2.0), "CLLM, λ = 3": score(3.0), figures.WHY_REFERENCE: score(1.8)}}
     (tiny_results.parent / "training_runs.json").write_text(json.dumps(training))
+    why = tiny_results.parent / "training_runs" / "frontier-why"
+    why.mkdir(parents=True)
+    (why / "scores.json").write_text(json.dumps({"problems": 2, "scores": {arm: score(2.5) for arm in figures.WHY_ARMS}}))
+    rows = [{"blocks": k, "pool_size": pool, "official": official, "tpf": 1 + k + pool / 4}
+            for k in (1, 2) for pool in (0, 4) for official in (False, True)]
+    for key in figures.WHY_SWEEPS:
+        (why / f"sweep_{key}.json").write_text(json.dumps({"problems": 3, "length": "long", "rows": rows}))
     from jacobi_min.controls import ARMS
     curve = [{"step": s, "accuracy": 0.9 - s / 1000, "tpf": 1 + s / 400} for s in (0, 50, 100, 200, 400)]
     arms = {name: {"log": curve, "scores": score(1.5 + i / 10), "config": {"lam": 10.0}} for i, name in enumerate(ARMS)}
@@ -97,7 +106,8 @@ def test_figures_rebuild_from_results_only(tiny_results, tmp_path):
     names = {p.name for p in written}
     assert names == {"speedup_vs_answer_length.png", "tpf_vs_answer_length.png", "accuracy_vs_speedup.png",
                      "acceptance_histogram.png", "cost_model.png", "noise_schedule_ablation.png", "training_curves.png",
-                     "real_qwen.png", "qwen_jacobi_forcing.png", "training_runs.png", "controls.png", "frontier.png"}
+                     "real_qwen.png", "qwen_jacobi_forcing.png", "training_runs.png", "controls.png", "frontier.png",
+                     "frontier_why.png"}
     for p in written:
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000
     assert figures.stale(tiny_results.parent, out, logs) == []
