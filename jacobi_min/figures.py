@@ -213,50 +213,61 @@ def training_runs(runs: dict, results: dict):
 
 
 WHY_REFERENCE = "Jacobi Forcing, R1 λ 10"  # the arms' reference: round 1 as shipped, in training_runs.json
-WHY_ARMS = {"clean-context": "+ CLLM's mask (clean context)", "draw-by-blocks": "+ CLLM's draw (∝ blocks)"}
+WHY_ARMS = {"reference": ("Jacobi Forcing, round 1 (reference)", COLORS["Jacobi Forcing"]),
+            "clean-context": ("the same + CLLM's mask (clean context)", "#17becf"),
+            "draw-by-blocks": ("the same + CLLM's draw (∝ blocks)", "#8c564b")}  # eval label: legend, colour
 WHY_SWEEPS = {"reference": "round 1", "clean-context": "+ clean context", "draw-by-blocks": "+ draw ∝ blocks",
               "cllm": "CLLM, λ 30"}  # sweep_<key>.json: the label of its bars
-WHY_DECODERS = {"Jacobi": (1, 0), "recycling only (pool 4)": (1, 4), "multi-block + recycling (K 2, pool 4)": (2, 4)}
+WHY_DECODERS = {"Jacobi": ((1, 0), "#9e9e9e"), "recycling only (pool 4)": ((1, 4), COLORS["prompt lookup"]),
+                "multi-block + recycling (K 2, pool 4)": ((2, 4), COLORS["Jacobi Forcing + MR"])}
 
 
-def frontier_why(runs: dict, arms: dict, sweeps: dict[str, dict]):
+def frontier_why(runs: dict, arms: list[dict], sweeps: dict[str, dict]):
     """Left, one panel per length bucket: accuracy against TPF of round 1 of Jacobi Forcing (the
-    reference), the same with one of CLLM's ingredients added (`arms`: an eval file), and CLLM's
-    λ sweep (from `runs`). Right: TPF of three decoders (n = 16; `WHY_DECODERS`: K and pool, r 0.25,
-    ours) on the sweep's long answers, per model (`sweeps`: label -> a sweep file)."""
-    buckets = list(arms["scores"][next(iter(WHY_ARMS))])
+    reference, seed 0 from `runs`), the same with one of CLLM's ingredients added, and CLLM's λ
+    sweep (from `runs`); `arms` are eval files whose labels are a `WHY_ARMS` key, with "-s<seed>"
+    for seeds other than 0 (small dots). Right: TPF of three decoders (n = 16; `WHY_DECODERS`: K and
+    pool, r 0.25, ours) on the sweep's long answers, per model (`sweeps`: label -> a sweep file)."""
+    scores = {"reference": runs["scores"][WHY_REFERENCE]} | {k: v for arm in arms for k, v in arm["scores"].items()}
+    buckets = list(scores["clean-context"])
     fig, axes = plt.subplots(1, len(buckets) + 1, figsize=(5 * len(buckets) + 6, 4.4))
     cllm = [label for label, method in runs["methods"].items() if method == "CLLM"]
-    points = {"Jacobi Forcing, round 1 (reference)": runs["scores"][WHY_REFERENCE]} | {
-        f"Jacobi Forcing, round 1 {name}": arms["scores"][arm] for arm, name in WHY_ARMS.items()}
-    colors = dict(zip(points, (COLORS["Jacobi Forcing"], "#17becf", "#8c564b")))
     for ax, length in zip(axes, buckets):
         xy = lambda score: (score[length]["tpf"], 100 * score[length]["accuracy"])
         line = sorted((xy(runs["scores"][label]), label.split(", ")[-1]) for label in cllm)
         ax.plot(*zip(*(p for p, _ in line)), color=COLORS["CLLM"], marker="o", ms=4, label="CLLM (its λ sweep)")
         for p, lam in line:
             ax.annotate(lam, p, textcoords="offset points", xytext=(4, 3), fontsize=7, color=COLORS["CLLM"])
-        for name, score in points.items():
-            ax.scatter(*xy(score), color=colors[name], s=40, zorder=3, label=name)
+        for label, score in scores.items():
+            arm, _, seed = label.partition("-s")
+            name, color = WHY_ARMS[arm]
+            ax.scatter(*xy(score), color=color, s=14 if seed else 45, zorder=3, label=None if seed else name)
+        ax.scatter([], [], color="black", s=14, label="other training seeds of the same")
+        ax.margins(x=0.12)
         ax.set_xlabel(f"tokens per forward (greedy Jacobi, n = {runs['block_size']})")
-        ax.set_title(f"{length} answers, {arms['problems']} held-out problems", fontsize=10)
+        ax.set_title(f"{length} answers, {arms[0]['problems']} held-out problems", fontsize=10)
     axes[0].set_ylabel("accuracy (%)")
     axes[0].legend(fontsize=7, loc="lower left")
-    bars, width = axes[-1], 0.8 / len(WHY_DECODERS)
-    for i, (decoder, (k, pool)) in enumerate(WHY_DECODERS.items()):
+    multiblock_bars(axes[-1], sweeps)
+    return fig
+
+
+def multiblock_bars(ax, sweeps: dict[str, dict]) -> None:
+    """TPF of each `WHY_DECODERS` decoder per model, from sweep files (ours, not the official variant)."""
+    width = 0.8 / len(WHY_DECODERS)
+    for i, (decoder, ((k, pool), color)) in enumerate(WHY_DECODERS.items()):
         tpf = [next(r["tpf"] for r in sweep["rows"] if (r["blocks"], r["pool_size"], r["official"]) == (k, pool, False))
                for sweep in sweeps.values()]
         at = [x + (i - 1) * width for x in range(len(sweeps))]
-        bars.bar(at, tpf, width, label=decoder)
+        ax.bar(at, tpf, width, color=color, label=decoder)
         for x, y in zip(at, tpf):
-            bars.annotate(f"{y:.2f}", (x, y), ha="center", va="bottom", fontsize=7)
-    bars.set_xticks(range(len(sweeps)), list(sweeps), fontsize=7, rotation=15)
-    bars.set_ylabel("tokens per forward")
+            ax.annotate(f"{y:.2f}", (x, y), ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(range(len(sweeps)), list(sweeps), fontsize=7, rotation=15)
+    ax.set_ylabel("tokens per forward")
     first = next(iter(sweeps.values()))
-    bars.set_title(f"{first['problems']} {first['length']} answers, n = 16", fontsize=10)
-    bars.legend(fontsize=7, loc="upper left")
-    bars.set_ylim(0, 1.3 * bars.get_ylim()[1])
-    return fig
+    ax.set_title(f"{first['problems']} {first['length']} answers, n = 16", fontsize=10)
+    ax.legend(fontsize=7, loc="upper left")
+    ax.set_ylim(0, 1.3 * ax.get_ylim()[1])
 
 
 def control_curves(data: dict):
@@ -422,11 +433,13 @@ def jobs(results_dir: Path, checkpoints: Path) -> dict[str, tuple[list[Path], ob
     if runs.exists() and bench.exists():
         out["training_runs.png"] = ([runs, bench], lambda: training_runs(json.loads(runs.read_text()), results()))
     why = results_dir / "training_runs" / "frontier-why"
+    arms = [why / name for name in ("scores.json", "scores_reference_seeds.json", "scores_s1.json")
+            if (why / name).exists()]
     sweeps = {label: why / f"sweep_{key}.json" for key, label in WHY_SWEEPS.items()}
     if runs.exists() and (why / "scores.json").exists() and all(p.exists() for p in sweeps.values()):
         read = lambda path: json.loads(path.read_text())
-        out["frontier_why.png"] = ([runs, why / "scores.json", *sweeps.values()], lambda: frontier_why(
-            read(runs), read(why / "scores.json"), {label: read(path) for label, path in sweeps.items()}))
+        out["frontier_why.png"] = ([runs, *arms, *sweeps.values()], lambda: frontier_why(
+            read(runs), [read(path) for path in arms], {label: read(path) for label, path in sweeps.items()}))
     controls = results_dir / "controls.json"
     if controls.exists():
         data = lambda: json.loads(controls.read_text())

@@ -84,7 +84,9 @@ def test_figures_rebuild_from_results_only(tiny_results, tmp_path):
     (tiny_results.parent / "training_runs.json").write_text(json.dumps(training))
     why = tiny_results.parent / "training_runs" / "frontier-why"
     why.mkdir(parents=True)
-    (why / "scores.json").write_text(json.dumps({"problems": 2, "scores": {arm: score(2.5) for arm in figures.WHY_ARMS}}))
+    (why / "scores.json").write_text(json.dumps({"problems": 2, "scores": {arm: score(2.5) for arm in figures.WHY_ARMS
+                                                                           if arm != "reference"}}))
+    (why / "scores_s1.json").write_text(json.dumps({"problems": 2, "scores": {"clean-context-s1": score(2.6)}}))
     rows = [{"blocks": k, "pool_size": pool, "official": official, "tpf": 1 + k + pool / 4}
             for k in (1, 2) for pool in (0, 4) for official in (False, True)]
     for key in figures.WHY_SWEEPS:
