@@ -213,9 +213,10 @@ def training_runs(runs: dict, results: dict):
 
 
 WHY_REFERENCE = "Jacobi Forcing, R1 λ 10"  # the arms' reference: round 1 as shipped, in training_runs.json
-WHY_ARMS = {"reference": ("Jacobi Forcing, round 1 (reference)", COLORS["Jacobi Forcing"]),
-            "clean-context": ("the same + CLLM's mask (clean context)", "#17becf"),
-            "draw-by-blocks": ("the same + CLLM's draw (∝ blocks)", "#8c564b")}  # eval label: legend, colour
+WHY_ARMS = {"reference": ("Jacobi Forcing, round 1 (reference)", COLORS["Jacobi Forcing"], "o"),
+            "clean-context": ("the same + CLLM's mask (clean context)", "#17becf", "o"),
+            "draw-by-blocks": ("the same + CLLM's draw (∝ blocks)", "#8c564b", "o"),
+            "cllm-1600": ("CLLM, λ 10, after the same 1,600 steps", COLORS["CLLM"], "s")}  # eval label: legend, colour, marker
 WHY_SWEEPS = {"reference": "round 1", "clean-context": "+ clean context", "draw-by-blocks": "+ draw ∝ blocks",
               "cllm": "CLLM, λ 30"}  # sweep_<key>.json: the label of its bars
 WHY_DECODERS = {"Jacobi": ((1, 0), "#9e9e9e"), "recycling only (pool 4)": ((1, 4), COLORS["prompt lookup"]),
@@ -235,13 +236,13 @@ def frontier_why(runs: dict, arms: list[dict], sweeps: dict[str, dict]):
     for ax, length in zip(axes, buckets):
         xy = lambda score: (score[length]["tpf"], 100 * score[length]["accuracy"])
         line = sorted((xy(runs["scores"][label]), label.split(", ")[-1]) for label in cllm)
-        ax.plot(*zip(*(p for p, _ in line)), color=COLORS["CLLM"], marker="o", ms=4, label="CLLM (its λ sweep)")
+        ax.plot(*zip(*(p for p, _ in line)), color=COLORS["CLLM"], marker="o", ms=4, label="CLLM, its λ sweep (1,600 + 800 steps)")
         for p, lam in line:
             ax.annotate(lam, p, textcoords="offset points", xytext=(4, 3), fontsize=7, color=COLORS["CLLM"])
         for label, score in scores.items():
             arm, _, seed = label.partition("-s")
-            name, color = WHY_ARMS[arm]
-            ax.scatter(*xy(score), color=color, s=14 if seed else 45, zorder=3, label=None if seed else name)
+            name, color, marker = WHY_ARMS[arm]
+            ax.scatter(*xy(score), color=color, marker=marker, s=14 if seed else 45, zorder=3, label=None if seed else name)
         ax.scatter([], [], color="black", s=14, label="other training seeds of the same")
         ax.margins(x=0.12)
         ax.set_xlabel(f"tokens per forward (greedy Jacobi, n = {runs['block_size']})")
@@ -433,7 +434,7 @@ def jobs(results_dir: Path, checkpoints: Path) -> dict[str, tuple[list[Path], ob
     if runs.exists() and bench.exists():
         out["training_runs.png"] = ([runs, bench], lambda: training_runs(json.loads(runs.read_text()), results()))
     why = results_dir / "training_runs" / "frontier-why"
-    arms = [why / name for name in ("scores.json", "scores_reference_seeds.json", "scores_s1.json")
+    arms = [why / name for name in ("scores.json", "scores_reference_seeds.json", "scores_s1.json", "scores_cllm-1600.json")
             if (why / name).exists()]
     sweeps = {label: why / f"sweep_{key}.json" for key, label in WHY_SWEEPS.items()}
     if runs.exists() and (why / "scores.json").exists() and all(p.exists() for p in sweeps.values()):
