@@ -259,7 +259,7 @@ def multiblock_bars(ax, sweeps: dict[str, dict]) -> None:
     for i, (decoder, ((k, pool), color)) in enumerate(WHY_DECODERS.items()):
         tpf = [next(r["tpf"] for r in sweep["rows"] if (r["blocks"], r["pool_size"], r["official"]) == (k, pool, False))
                for sweep in sweeps.values()]
-        at = [x + (i - 1) * width for x in range(len(sweeps))]
+        at = [x + (i - (len(WHY_DECODERS) - 1) / 2) * width for x in range(len(sweeps))]
         ax.bar(at, tpf, width, color=color, label=decoder)
         for x, y in zip(at, tpf):
             ax.annotate(f"{y:.2f}", (x, y), ha="center", va="bottom", fontsize=7)
