@@ -437,7 +437,7 @@ def jobs(results_dir: Path, checkpoints: Path) -> dict[str, tuple[list[Path], ob
     arms = [why / name for name in ("scores.json", "scores_reference_seeds.json", "scores_s1.json", "scores_cllm-1600.json")
             if (why / name).exists()]
     sweeps = {label: why / f"sweep_{key}.json" for key, label in WHY_SWEEPS.items()}
-    if runs.exists() and (why / "scores.json").exists() and all(p.exists() for p in sweeps.values()):
+    if runs.exists() and why / "scores.json" in arms and all(p.exists() for p in sweeps.values()):
         read = lambda path: json.loads(path.read_text())
         out["frontier_why.png"] = ([runs, *arms, *sweeps.values()], lambda: frontier_why(
             read(runs), [read(path) for path in arms], {label: read(path) for label, path in sweeps.items()}))

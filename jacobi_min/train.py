@@ -28,15 +28,16 @@ Named departures, each measured in docs/results.md (the controls):
 ε = 1e-8 a weight whose gradient is only noise (|m̂| ≈ √v̂) still moves about
 lr per step, and the base's median per-weight gradient under this loss is
 ~5e-4, so ε = 1e-4 damps exactly those weights (measured: docs/results.md).
-`clean_context` gives Jacobi Forcing's noisy blocks the clean-context mask
-(each sees the clean blocks before it, CLLM's training condition, all blocks
-still in one packed forward), `draw_by_blocks` draws prompts with probability
-∝ their blocks (CLLM's draw, one example per prompt): the two CLLM
-ingredients, one at a time, that the frontier experiment adds to Jacobi
-Forcing. `consistency_on` lists the length buckets whose examples get noisy blocks (the
+`consistency_on` lists the length buckets whose examples get noisy blocks (the
 others train on the AR loss alone; `()` is AR-only training on the same
 packed batches), `ar_on_prompt=False` keeps only the answer's tokens in the AR
 loss, `label_smoothing` is CLLM's ε.
+
+Two of CLLM's ingredients, for the frontier experiment in docs/results.md
+(each added to Jacobi Forcing alone): `clean_context` gives the noisy blocks
+the clean-context mask (each sees the clean blocks before it, CLLM's training
+condition, all blocks still in one packed forward); `draw_by_blocks` draws
+prompts with probability ∝ their blocks (CLLM's draw, one example per prompt).
 
 Held-out accuracy is scored before the first step (step 0), early (steps 50
 and 100) and every `eval_every` steps: an early collapse is a recipe fault.
