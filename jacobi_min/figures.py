@@ -1,7 +1,8 @@
 """Rebuild every PNG in `figures/` from results files only (no model is run).
 
 Inputs: `figures/results/benchmark.json` (bench), `figures/results/ablation.json`
-(pipeline), `figures/results/training_runs.json` (eval of every training run),
+(pipeline) with the longer schedule study's `eval` files
+(`training_runs/schedules/`), `figures/results/training_runs.json` (eval of every training run),
 `figures/results/controls.json` (controls), the
 `train_log.jsonl` of each trained checkpoint, and for the real Qwen
 `qwen_exactness_float32.json` (exactness; optional `_extra.json` and
@@ -138,13 +139,46 @@ def cost_model(results: dict):
 
 
 PAPER_ABLATION = {"progressive": 0.48, "random": 0.53, "reverse": 0.62}  # the paper's iterations per token
+SCHEDULE_STEPS = 600  # the steps of training_runs/schedules/run.sh
 
 
-def ablation(data: dict):
-    """Mean iterations per token over seeds (a labelled point), each seed (small dots), and the paper's
-    value for the three schedules (a hollow diamond beside ours). Points, not bars: the axis is zoomed
-    onto the values, so that their differences show, and a bar would mislead from a non-zero origin."""
-    fig, ax = plt.subplots(figsize=(9, 4.5))
+def schedule_files(folder: Path, seeds: int = 3) -> list[Path]:
+    """The `eval` files `<schedule>-s<seed>.json` of a schedule study run with `train` and `eval`
+    (training_runs/schedules/run.sh); [] until every schedule and seed has one."""
+    paths = [folder / f"{name}-s{seed}.json" for name in PAPER_ABLATION for seed in range(seeds)]
+    return paths if all(path.exists() for path in paths) else []
+
+
+def schedule_study(paths: list[Path], steps: int) -> dict:
+    """Those files in the layout of `pipeline`'s ablation.json."""
+    runs, problems, block_sizes = {name: [] for name in PAPER_ABLATION}, set(), set()
+    for path in paths:
+        data = json.loads(path.read_text())
+        (label, scores), = data["scores"].items()
+        name, seed = label.rsplit("-s", 1)
+        problems.add(data["problems"])
+        block_sizes.add(data["block_size"])
+        runs[name].append({"seed": int(seed), "iterations_per_token": 1 / scores["long"]["tpf"], **scores["long"]})
+    (count,), (block_size,) = problems, block_sizes
+    return {"steps": steps, "block_size": block_size, "problems": count, "length": "long", "runs": runs}
+
+
+def ablation(studies: list[dict]):
+    """One panel per study: mean iterations per token over seeds (a labelled point), each seed (small
+    dots), and the paper's value for the three schedules (a hollow diamond beside ours). Points, not
+    bars: the axis is zoomed onto the values, so that their differences show, and a bar would mislead
+    from a non-zero origin."""
+    widths = [len(data["runs"]) + 1 for data in studies]
+    fig, axes = plt.subplots(1, len(studies), figsize=(4.5 + 1.1 * sum(widths), 4.5), squeeze=False,
+                             gridspec_kw={"width_ratios": widths})
+    for ax, data in zip(axes[0], studies):
+        ablation_panel(ax, data)
+    axes[0][-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+    return fig
+
+
+def ablation_panel(ax, data: dict) -> None:
+    """One study (ablation.json's layout) on `ax`: each variant's seeds, their mean and the paper's value."""
     names = list(data["runs"])
     for i, name in enumerate(names):
         values = [r["iterations_per_token"] for r in data["runs"][name]]
@@ -165,10 +199,8 @@ def ablation(data: dict):
                                       f"{'s' * (len(data['runs'][n]) > 1)})" for n in names], fontsize=8)
     ax.set_xlim(-0.8, len(names) - 0.3)
     ax.set_ylabel("iterations per token (lower is better)")
-    ax.set_title(f"round-1 ablation: {data['steps']} steps, n = {data['block_size']}, {data['problems']} held-out "
+    ax.set_title(f"round 1: {data['steps']} steps, n = {data['block_size']},\n{data['problems']} held-out "
                  f"{data['length']} answers", fontsize=9)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
-    return fig
 
 
 def frontier_points(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -216,9 +248,10 @@ WHY_REFERENCE = "Jacobi Forcing, R1 λ 10"  # the arms' reference: round 1 as sh
 WHY_ARMS = {"reference": ("Jacobi Forcing, round 1 (reference)", COLORS["Jacobi Forcing"], "o"),
             "clean-context": ("the same + CLLM's mask (clean context)", "#17becf", "o"),
             "draw-by-blocks": ("the same + CLLM's draw (∝ blocks)", "#8c564b", "o"),
+            "undivided": ("the same + CLLM's weight per example (no 1/T)", "#e377c2", "o"),
             "cllm-1600": ("CLLM, λ 10, after the same 1,600 steps", COLORS["CLLM"], "s")}  # eval label: legend, colour, marker
 WHY_SWEEPS = {"reference": "round 1", "clean-context": "+ clean context", "draw-by-blocks": "+ draw ∝ blocks",
-              "cllm": "CLLM, λ 30"}  # sweep_<key>.json: the label of its bars
+              "undivided": "+ no 1/T", "cllm": "CLLM, λ 30"}  # sweep_<key>.json: the label of its bars
 WHY_DECODERS = {"Jacobi": ((1, 0), "#9e9e9e"), "recycling only (pool 4)": ((1, 4), COLORS["prompt lookup"]),
                 "multi-block + recycling (K 2, pool 4)": ((2, 4), COLORS["Jacobi Forcing + MR"])}
 
@@ -434,8 +467,8 @@ def jobs(results_dir: Path, checkpoints: Path) -> dict[str, tuple[list[Path], ob
     if runs.exists() and bench.exists():
         out["training_runs.png"] = ([runs, bench], lambda: training_runs(json.loads(runs.read_text()), results()))
     why = results_dir / "training_runs" / "frontier-why"
-    arms = [why / name for name in ("scores.json", "scores_reference_seeds.json", "scores_s1.json", "scores_cllm-1600.json")
-            if (why / name).exists()]
+    arms = [why / name for name in ("scores.json", "scores_reference_seeds.json", "scores_s1.json", "scores_cllm-1600.json",
+                                    "scores_undivided.json") if (why / name).exists()]
     sweeps = {label: why / f"sweep_{key}.json" for key, label in WHY_SWEEPS.items()}
     if runs.exists() and why / "scores.json" in arms and all(p.exists() for p in sweeps.values()):
         read = lambda path: json.loads(path.read_text())
@@ -447,8 +480,10 @@ def jobs(results_dir: Path, checkpoints: Path) -> dict[str, tuple[list[Path], ob
         out["controls.png"] = ([controls], lambda: control_curves(data()))
         out["frontier.png"] = ([controls], lambda: frontier(data()))
     if (results_dir / "ablation.json").exists():
-        out["noise_schedule_ablation.png"] = ([results_dir / "ablation.json"],
-                                              lambda: ablation(json.loads((results_dir / "ablation.json").read_text())))
+        longer = schedule_files(results_dir / "training_runs" / "schedules")
+        studies = lambda: ([json.loads((results_dir / "ablation.json").read_text())]
+                           + ([schedule_study(longer, SCHEDULE_STEPS)] if longer else []))
+        out["noise_schedule_ablation.png"] = ([results_dir / "ablation.json", *longer], lambda: ablation(studies()))
     reports = [r for r in (results_dir / f"qwen_exactness_float32{part}.json" for part in ("", "_extra", "_multiblock"))
                if r.exists()]
     costs = results_dir / "qwen_cost_model_float32.json"

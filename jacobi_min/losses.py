@@ -17,7 +17,9 @@ and divided again by T; a batch of B examples averages the examples:
     L_c = 1/B Σ_b  1/T_b · ( Σ_{j,i ∈ K_b} KL_{b,j,i} ) / |K_b|
 
 with K_b the consistency positions of example b (|K_b| = C_b). A block equal
-to its fixed point adds no position but still counts in T_b. (The official
+to its fixed point adds no position but still counts in T_b. CLLM's examples
+are one block each (T_b = 1); `train --undivided-consistency` gives Jacobi
+Forcing that weight per example (no 1/T_b; the frontier experiment). (The official
 code runs one example per GPU and DDP averages the four; its batched variant
 pools over the batch as well. Decision: per example, so a long answer's many
 positions do not outweigh a short one in the batch.)

@@ -100,12 +100,15 @@ def allowed(kinds: torch.Tensor, blocks: torch.Tensor, mask: str = "noisy") -> t
     return causal & ((same_stream & (q_kind != PADDING)) | context | padding)
 
 
-def collate(examples: list[Packed], pad_id: int, mask: str = "noisy", dtype=torch.float32) -> dict:
+def collate(examples: list[Packed], pad_id: int, mask: str = "noisy", dtype=torch.float32,
+            divide_by_blocks: bool = True) -> dict:
     """Right-pad a batch; returns model inputs, AR labels and consistency indices with weights.
 
     Consistency weights (the official trainer's): example b with T_b noisy
     blocks and C_b consistency positions in all gives each of them
     1 / (B · C_b · T_b), so sum(weight · KL) = mean_b (Σ_{j,i} KL_{b,j,i} / C_b) / T_b.
+    `divide_by_blocks=False` leaves out the 1 / T_b: every example's consistency
+    weighs as much as a one-block example's (CLLM's weight per example).
     """
     width = max(len(e.ids) for e in examples)
     pad = lambda rows, value: torch.tensor([r + [value] * (width - len(r)) for r in rows])
@@ -120,7 +123,8 @@ def collate(examples: list[Packed], pad_id: int, mask: str = "noisy", dtype=torc
             rows += [b] * len(s)
             student += s
             teacher += t
-            weight += [1.0 / (len(examples) * positions * len(e.pairs))] * len(s) if s else []
+            blocks = len(e.pairs) if divide_by_blocks else 1  # T_b
+            weight += [1.0 / (len(examples) * positions * blocks)] * len(s) if s else []
     return {"input_ids": pad([e.ids for e in examples], pad_id),
             "position_ids": pad([e.positions for e in examples], 0),
             "attention_mask": additive[:, None],  # (B, 1, L, L)

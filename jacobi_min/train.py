@@ -33,11 +33,14 @@ others train on the AR loss alone; `()` is AR-only training on the same
 packed batches), `ar_on_prompt=False` keeps only the answer's tokens in the AR
 loss, `label_smoothing` is CLLM's ε.
 
-Two of CLLM's ingredients, for the frontier experiment in docs/results.md
+Three of CLLM's ingredients, for the frontier experiment in docs/results.md
 (each added to Jacobi Forcing alone): `clean_context` gives the noisy blocks
 the clean-context mask (each sees the clean blocks before it, CLLM's training
 condition, all blocks still in one packed forward); `draw_by_blocks` draws
-prompts with probability ∝ their blocks (CLLM's draw, one example per prompt).
+prompts with probability ∝ their blocks (CLLM's draw, one example per prompt);
+`undivided_consistency` drops the official 1/T from each example's consistency
+loss, so a long answer's T blocks weigh T times more, as CLLM's T one-block
+examples of it do.
 
 Held-out accuracy is scored before the first step (step 0), early (steps 50
 and 100) and every `eval_every` steps: an early collapse is a recipe fault.
@@ -114,6 +117,7 @@ class TrainConfig:
     consistency_on: tuple[str, ...] = tuple(task.BUCKETS)  # buckets whose examples get noisy blocks; (): AR only
     clean_context: bool = False  # Jacobi Forcing's noisy blocks see the clean blocks before them (CLLM's mask)
     draw_by_blocks: bool = False  # prompts drawn with probability ∝ their blocks (CLLM's draw)
+    undivided_consistency: bool = False  # no 1/T on an example's consistency (CLLM's weight per example)
 
 
 METHODS = ("jacobi-forcing", "cllm", "cllm-style")
@@ -169,7 +173,8 @@ def make_batch(groups: list[list[dict]], cfg: TrainConfig, rng: random.Random, e
         noisy = noisy_blocks(t, cfg, rng, block) if bucket(t) in cfg.consistency_on else [None] * len(t["blocks"])
         packed.append(pack(t["prompt"], noisy, [s[-1] for s in t["blocks"]], eos, pad_id, cfg.ar_on_prompt,
                            drop_last=cfg.method == "cllm"))
-    return collate(packed, pad_id, mask="noisy" if cfg.method == "jacobi-forcing" and not cfg.clean_context else "clean")
+    return collate(packed, pad_id, mask="noisy" if cfg.method == "jacobi-forcing" and not cfg.clean_context else "clean",
+                   divide_by_blocks=not cfg.undivided_consistency)
 
 
 def repetition(tokens: list[int]) -> float:
@@ -230,6 +235,8 @@ def check_config(cfg: TrainConfig) -> None:
         raise ValueError(f"unknown method {cfg.method!r}: choose one of {METHODS}")
     if cfg.method != "jacobi-forcing" and cfg.clean_context:
         raise ValueError(f"--clean-context is a Jacobi Forcing option: {cfg.method} always trains with the clean context")
+    if cfg.method != "jacobi-forcing" and cfg.undivided_consistency:
+        raise ValueError(f"--undivided-consistency is a Jacobi Forcing option: a {cfg.method} example has one noisy block (T = 1)")
     if cfg.method == "cllm" and cfg.draw_by_blocks:
         raise ValueError("--draw-by-blocks is CLLM's own draw: cllm always draws its examples by blocks")
 
@@ -348,7 +355,8 @@ def train_config(args) -> TrainConfig:
                        label_smoothing=args.label_smoothing, ar_on_prompt=not args.answer_only_ar,
                        consistency_on=() if args.ar_only else tuple(args.consistency_on), batch_size=args.batch_size,
                        seed=args.seed, eval_problems=args.eval_problems, eval_every=args.eval_every,
-                       clean_context=args.clean_context, draw_by_blocks=args.draw_by_blocks)
+                       clean_context=args.clean_context, draw_by_blocks=args.draw_by_blocks,
+                       undivided_consistency=args.undivided_consistency)
 
 
 def train_command(args, model, tokenizer) -> None:
@@ -383,6 +391,8 @@ def add_commands(commands) -> None:
                    help="Jacobi Forcing's noisy blocks see the clean blocks before them (CLLM's mask), not the noisy ones")
     p.add_argument("--draw-by-blocks", action="store_true",
                    help="draw prompts with probability proportional to their blocks (CLLM's draw), one example each")
+    p.add_argument("--undivided-consistency", action="store_true",
+                   help="no 1/T on an example's consistency loss: a long answer's weighs as much as one block's (CLLM's weight)")
     p.add_argument("--limit", type=at_least(1), default=None, help="train on the first LIMIT trajectories of the file")
     p.add_argument("--batch-size", type=at_least(1), default=TrainConfig.batch_size)
     p.add_argument("--seed", type=at_least(0), default=TrainConfig.seed, help="seed of the batches and noisy states")

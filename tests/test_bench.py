@@ -82,6 +82,7 @@ def test_figures_rebuild_from_results_only(tiny_results, tmp_path):
                 "shipped": ["Jacobi Forcing, seed 0"],
                 "scores": {"Jacobi Forcing, seed 0": score(2.0), "CLLM, λ = 3": score(3.0), figures.WHY_REFERENCE: score(1.8)}}
     (tiny_results.parent / "training_runs.json").write_text(json.dumps(training))
+    write_schedule_study(tiny_results.parent / "training_runs" / "schedules", score)
     why = tiny_results.parent / "training_runs" / "frontier-why"
     why.mkdir(parents=True)
     (why / "scores.json").write_text(json.dumps({"problems": 2, "scores": {arm: score(2.5) for arm in figures.WHY_ARMS
@@ -115,6 +116,35 @@ def test_figures_rebuild_from_results_only(tiny_results, tmp_path):
     assert figures.stale(tiny_results.parent, out, logs) == []
     (tiny_results.parent / "ablation.json").write_text(json.dumps({**ablation, "steps": 11}))
     assert figures.stale(tiny_results.parent, out, logs) == ["noise_schedule_ablation.png"]
+    figures.build(tiny_results.parent, out, logs)
+    (tiny_results.parent / "training_runs" / "schedules" / "reverse-s2.json").unlink()
+    assert figures.stale(tiny_results.parent, out, logs) == ["noise_schedule_ablation.png"]
+
+
+def write_schedule_study(folder, score) -> None:
+    """An `eval` file per schedule and seed, as training_runs/schedules/run.sh writes them."""
+    folder.mkdir(parents=True)
+    for i, name in enumerate(figures.PAPER_ABLATION):
+        for seed in range(3):
+            label = f"{name}-s{seed}"
+            (folder / f"{label}.json").write_text(json.dumps(
+                {"problems": 4, "block_size": 16, "models": {label: "dir"}, "scores": {label: score(1.5 + i + seed / 10)}}))
+
+
+def test_schedule_study_reads_every_run_into_the_ablation_layout(tmp_path):
+    folder = tmp_path / "schedules"
+    score = lambda tpf: {"long": {"accuracy": 0.75, "tpf": tpf, "repetition": 0.01}}
+    write_schedule_study(folder, score)
+    paths = figures.schedule_files(folder)
+    assert len(paths) == 9
+    study = figures.schedule_study(paths, steps=600)
+    assert (study["steps"], study["block_size"], study["problems"], study["length"]) == (600, 16, 4, "long")
+    assert list(study["runs"]) == list(figures.PAPER_ABLATION)
+    assert [r["seed"] for r in study["runs"]["random"]] == [0, 1, 2]
+    assert [r["iterations_per_token"] for r in study["runs"]["reverse"]] == [1 / 3.5, 1 / 3.6, 1 / 3.7]
+    assert study["runs"]["progressive"][0]["accuracy"] == 0.75
+    (folder / "random-s1.json").unlink()
+    assert figures.schedule_files(folder) == []
 
 
 def test_committed_figures_are_drawn_from_the_committed_results():

@@ -14,18 +14,18 @@ EXAMPLES = [
 ]
 
 
-def batch_and_logits(model, mask="noisy"):
+def batch_and_logits(model, mask="noisy", divide_by_blocks=True):
     packed = [pack(p, n, c, eos={3}) for p, n, c in EXAMPLES]
-    batch = collate(packed, pad_id=0, mask=mask)
+    batch = collate(packed, pad_id=0, mask=mask, divide_by_blocks=divide_by_blocks)
     logits = model(input_ids=batch["input_ids"], position_ids=batch["position_ids"],
                    attention_mask=batch["attention_mask"]).logits
     return packed, batch, logits
 
 
-def naive_consistency(logits, eos=3):
+def naive_consistency(logits, eos=3, divide_by_blocks=True):
     """The official formula, written from the layout [P][ỹ_0][y*_0][ỹ_1][y*_1]…:
     L_c = 1/B Σ_b 1/T_b · Σ_{j,i} KL_{b,j,i} / |K_b|, with i from the first mismatch of ỹ_j and
-    y*_j to n_j - 1, the position of an EOS excluded."""
+    y*_j to n_j - 1, the position of an EOS excluded (without the 1/T_b when not `divide_by_blocks`)."""
     total = 0.0
     for b, (prompt, noisy, clean) in enumerate(EXAMPLES):
         kls, start = [], len(prompt)
@@ -38,7 +38,7 @@ def naive_consistency(logits, eos=3):
                 p_t = F.softmax(logits[b, start + n + i].detach(), -1)
                 kls.append((p_t * (p_t.log() - F.log_softmax(logits[b, start + i], -1))).sum())
             start += 2 * n
-        total = total + torch.stack(kls).sum() / len(kls) / len(clean)
+        total = total + torch.stack(kls).sum() / len(kls) / (len(clean) if divide_by_blocks else 1)
     return total / len(EXAMPLES)
 
 
@@ -55,6 +55,14 @@ def test_vectorised_losses_equal_naive_loops():
     torch.testing.assert_close(ar_loss(logits, batch["labels"]), naive_ar(packed, logits))
     total = jacobi_forcing_loss(logits, batch, lam=10.0)
     torch.testing.assert_close(total["loss"], 10.0 * total["ar"] + total["consistency"])
+
+
+def test_undivided_consistency_equals_the_naive_loop_without_one_over_t():
+    model = tiny_model()
+    packed, batch, logits = batch_and_logits(model, divide_by_blocks=False)
+    torch.testing.assert_close(consistency_loss(logits, batch), naive_consistency(logits, divide_by_blocks=False))
+    _, official, _ = batch_and_logits(model)
+    assert all(torch.equal(batch[k], official[k]) for k in batch if k != "weight")
 
 
 def test_consistency_is_zero_when_noisy_equals_clean():

@@ -81,6 +81,8 @@ def test_consistency_weights_pool_positions_per_example_then_divide_by_blocks():
     weight = collate([packed, short], pad_id=0)["weight"]
     expected = [1 / (2 * 5 * 3)] * 5 + [1 / (2 * 2 * 1)] * 2
     torch.testing.assert_close(weight, torch.tensor(expected))
+    undivided = collate([packed, short], pad_id=0, divide_by_blocks=False)["weight"]
+    torch.testing.assert_close(undivided, torch.tensor([1 / (2 * 5)] * 5 + [1 / (2 * 2)] * 2))  # no 1/T
 
 
 def test_ar_labels_bridge_blocks_stop_at_eos_and_skip_pad():

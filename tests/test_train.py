@@ -309,8 +309,20 @@ def test_clean_context_changes_only_the_mask_to_cllms():
     assert torch.equal(clean["attention_mask"], collate(examples, pad_id=0, mask="clean")["attention_mask"])
 
 
+def test_undivided_consistency_multiplies_each_examples_weights_by_its_blocks_and_changes_nothing_else():
+    group = [hand_made(3, 4), hand_made(2, 4, first=1000)]
+    cfg = TrainConfig(batch_size=3, random_offset=True)
+    official = make_batch([group], cfg, random.Random(4), eos=set(), pad_id=0)
+    undivided = make_batch([group], replace(cfg, undivided_consistency=True), random.Random(4), eos=set(), pad_id=0)
+    assert all(torch.equal(official[k], undivided[k]) for k in official if k != "weight")
+    blocks = (official["input_ids"] == 0).logical_not().sum(1).tolist()  # 3 + 2·4·T tokens: T from the length
+    per_row = torch.tensor([(n - 3) // 8 for n in blocks], dtype=torch.float)
+    torch.testing.assert_close(undivided["weight"], official["weight"] * per_row[official["rows"]])
+
+
 @pytest.mark.parametrize("method, option", [("cllm", "clean_context"), ("cllm-style", "clean_context"),
-                                            ("cllm", "draw_by_blocks")])
+                                            ("cllm", "draw_by_blocks"), ("cllm", "undivided_consistency"),
+                                            ("cllm-style", "undivided_consistency")])
 def test_an_option_the_method_already_fixes_is_a_clear_error(trajectory_file, method, option):
     model, tokenizer = jacobi_min.load()
     with pytest.raises(ValueError, match=option.replace("_", "-")):
@@ -354,8 +366,8 @@ def test_the_train_command_passes_every_option_to_the_config():
     ar_only = build_parser().parse_args(["train", "--trajectories", "t", "--out", "o", "--ar-only"])
     assert train_config(ar_only) == TrainConfig(consistency_on=())
     cllm_parts = build_parser().parse_args(["train", "--trajectories", "t", "--out", "o", "--clean-context",
-                                            "--draw-by-blocks"])
-    assert train_config(cllm_parts) == TrainConfig(clean_context=True, draw_by_blocks=True)
+                                            "--draw-by-blocks", "--undivided-consistency"])
+    assert train_config(cllm_parts) == TrainConfig(clean_context=True, draw_by_blocks=True, undivided_consistency=True)
 
 
 def test_the_train_command_trains_on_the_first_limit_trajectories(trajectory_file, tmp_path, monkeypatch):
