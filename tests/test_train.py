@@ -389,9 +389,9 @@ def test_each_method_packs_with_its_own_mask(method, mask, monkeypatch):
     """Jacobi Forcing's noisy blocks see the earlier noisy blocks (noisy-context mask); CLLM's see the clean ones."""
     masks = []
 
-    def spy(packed, pad_id, mask):
+    def spy(packed, pad_id, mask, **options):
         masks.append(mask)
-        return collate(packed, pad_id, mask=mask)
+        return collate(packed, pad_id, mask=mask, **options)
 
     monkeypatch.setattr(train_module, "collate", spy)
     make_batch([[hand_made(3, 4)]], TrainConfig(method=method, batch_size=2), random.Random(0), eos=set(), pad_id=0)
