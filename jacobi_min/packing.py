@@ -119,11 +119,11 @@ def collate(examples: list[Packed], pad_id: int, mask: str = "noisy", dtype=torc
     rows, student, teacher, weight = [], [], [], []
     for b, e in enumerate(examples):
         positions = sum(len(s) for s, _ in e.pairs)  # C_b
+        blocks = len(e.pairs) if divide_by_blocks else 1  # T_b
         for s, t in e.pairs:
             rows += [b] * len(s)
             student += s
             teacher += t
-            blocks = len(e.pairs) if divide_by_blocks else 1  # T_b
             weight += [1.0 / (len(examples) * positions * blocks)] * len(s) if s else []
     return {"input_ids": pad([e.ids for e in examples], pad_id),
             "position_ids": pad([e.positions for e in examples], 0),
