@@ -139,7 +139,6 @@ def cost_model(results: dict):
 
 
 PAPER_ABLATION = {"progressive": 0.48, "random": 0.53, "reverse": 0.62}  # the paper's iterations per token
-SCHEDULE_STEPS = 600  # the steps of training_runs/schedules/run.sh
 
 
 def schedule_files(folder: Path, seeds: int = 3) -> list[Path]:
@@ -149,18 +148,27 @@ def schedule_files(folder: Path, seeds: int = 3) -> list[Path]:
     return paths if all(path.exists() for path in paths) else []
 
 
-def schedule_study(paths: list[Path], steps: int) -> dict:
-    """Those files in the layout of `pipeline`'s ablation.json."""
-    runs, problems, block_sizes = {name: [] for name in PAPER_ABLATION}, set(), set()
+def schedule_config(path: Path) -> Path:
+    """The settings of the run that an `eval` file `<label>.json` scored: `<label>/train_config.json`."""
+    return path.with_suffix("") / "train_config.json"
+
+
+def schedule_study(paths: list[Path]) -> dict:
+    """Those files in the layout of `pipeline`'s ablation.json; the steps come from each run's settings."""
+    runs, problems, block_sizes, steps = {name: [] for name in PAPER_ABLATION}, set(), set(), set()
     for path in paths:
         data = json.loads(path.read_text())
+        steps.add(json.loads(schedule_config(path).read_text())["config"]["steps"])
         (label, scores), = data["scores"].items()
         name, seed = label.rsplit("-s", 1)
         problems.add(data["problems"])
         block_sizes.add(data["block_size"])
         runs[name].append({"seed": int(seed), "iterations_per_token": 1 / scores["long"]["tpf"], **scores["long"]})
-    (count,), (block_size,) = problems, block_sizes
-    return {"steps": steps, "block_size": block_size, "problems": count, "length": "long", "runs": runs}
+    if len(problems) != 1 or len(block_sizes) != 1 or len(steps) != 1:
+        raise ValueError(f"the runs of one study differ: problems {sorted(problems)}, block sizes {sorted(block_sizes)}, "
+                         f"steps {sorted(steps)}")
+    (count,), (block_size,), (step_count,) = problems, block_sizes, steps
+    return {"steps": step_count, "block_size": block_size, "problems": count, "length": "long", "runs": runs}
 
 
 def ablation(studies: list[dict]):
@@ -482,8 +490,9 @@ def jobs(results_dir: Path, checkpoints: Path) -> dict[str, tuple[list[Path], ob
     if (results_dir / "ablation.json").exists():
         longer = schedule_files(results_dir / "training_runs" / "schedules")
         studies = lambda: ([json.loads((results_dir / "ablation.json").read_text())]
-                           + ([schedule_study(longer, SCHEDULE_STEPS)] if longer else []))
-        out["noise_schedule_ablation.png"] = ([results_dir / "ablation.json", *longer], lambda: ablation(studies()))
+                           + ([schedule_study(longer)] if longer else []))
+        inputs = [results_dir / "ablation.json", *longer, *map(schedule_config, longer)]
+        out["noise_schedule_ablation.png"] = (inputs, lambda: ablation(studies()))
     reports = [r for r in (results_dir / f"qwen_exactness_float32{part}.json" for part in ("", "_extra", "_multiblock"))
                if r.exists()]
     costs = results_dir / "qwen_cost_model_float32.json"

@@ -129,6 +129,8 @@ def write_schedule_study(folder, score) -> None:
             label = f"{name}-s{seed}"
             (folder / f"{label}.json").write_text(json.dumps(
                 {"problems": 4, "block_size": 16, "models": {label: "dir"}, "scores": {label: score(1.5 + i + seed / 10)}}))
+            (folder / label).mkdir()
+            (folder / label / "train_config.json").write_text(json.dumps({"config": {"steps": 600}}))
 
 
 def test_schedule_study_reads_every_run_into_the_ablation_layout(tmp_path):
@@ -137,12 +139,15 @@ def test_schedule_study_reads_every_run_into_the_ablation_layout(tmp_path):
     write_schedule_study(folder, score)
     paths = figures.schedule_files(folder)
     assert len(paths) == 9
-    study = figures.schedule_study(paths, steps=600)
+    study = figures.schedule_study(paths)
     assert (study["steps"], study["block_size"], study["problems"], study["length"]) == (600, 16, 4, "long")
     assert list(study["runs"]) == list(figures.PAPER_ABLATION)
     assert [r["seed"] for r in study["runs"]["random"]] == [0, 1, 2]
     assert [r["iterations_per_token"] for r in study["runs"]["reverse"]] == [1 / 3.5, 1 / 3.6, 1 / 3.7]
     assert study["runs"]["progressive"][0]["accuracy"] == 0.75
+    (folder / "reverse-s2" / "train_config.json").write_text(json.dumps({"config": {"steps": 300}}))
+    with pytest.raises(ValueError, match="steps \\[300, 600\\]"):
+        figures.schedule_study(paths)
     (folder / "random-s1.json").unlink()
     assert figures.schedule_files(folder) == []
 
