@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# A third round from the shipped Jacobi Forcing model: n = 32 trajectories of the shipped model on the
+# 4,000 training prompts, then 800 steps (AdamW ε 1e-4, random offset, training seed 0 unless said) in one-thread processes,
+# two at a time, each pair then scored on 300 held-out problems per bucket.
+#   pair 1 (scores.json): without the official 1/T on each example's consistency loss (CLLM's weight per
+#           example, which lifted round 1's long answers from 1.84 to 3.61 TPF), λ 30, lr 3e-4 (round 2's)
+#           and lr 1e-4;
+#   pair 2 (scores_2.json): the same at λ 100 (lr 3e-4), and the control: a third round of the shipped
+#           recipe itself (official 1/T, λ 10, lr 3e-4);
+#   then the multi-block sweep of the λ 30, lr 3e-4 run;
+#   pair 3 (scores_3.json): without the 1/T at λ 50 (lr 3e-4), and training seed 1 of λ 30, lr 3e-4.
+# Usage: run.sh <work folder>
+# Each step is skipped when its output exists, so a rerun resumes (training from its snapshot).
+set -euo pipefail
+work="$1"; mkdir -p "$work"
+[ -f "$work/round3.jsonl" ] || python -m jacobi_min collect --model jacobi-forcing --block-size 32 \
+    --prompts 4000 --max-new-tokens 400 --workers 2 --out "$work/round3.jsonl" 2> "$work/collect.log"
+export OMP_NUM_THREADS=1
+train() {  # out, lr, λ, seed, further flags
+  local resume=(); [ -f "$work/$1.resume.pt" ] && resume=(--resume)
+  [ -f "$work/$1/model.safetensors" ] || python -m jacobi_min train --model jacobi-forcing \
+      --trajectories "$work/round3.jsonl" --lr "$2" --lam "$3" --adam-eps 1e-4 --random-offset --steps 800 \
+      --seed "$4" "${@:5}" --out "$work/$1" "${resume[@]}" 2> "$work/train_$1.log"
+}
+score() {  # out file, run names
+  local models=(); for name in "${@:2}"; do models+=("$work/$name"); done
+  [ -f "$work/$1" ] || python -m jacobi_min eval --models "${models[@]}" --labels "${@:2}" \
+      --lengths short medium long --problems 300 --workers 2 --out "$work/$1" 2> "$work/eval_$1.log"
+}
+train r3-lr3e-4 3e-4 30 0 --undivided-consistency &
+train r3-lr1e-4 1e-4 30 0 --undivided-consistency &
+wait
+score scores.json r3-lr3e-4 r3-lr1e-4
+train r3-l100 3e-4 100 0 --undivided-consistency &
+train r3-official 3e-4 10 0 &
+wait
+score scores_2.json r3-l100 r3-official
+# The multi-block sweep (30 long answers, the shipped sweep's settings) of the fastest third round, alone
+# on the machine so that its wall clock is not shared.
+[ -f "$work/sweep_r3-lr3e-4.json" ] || python -m jacobi_min sweep --model "$work/r3-lr3e-4" \
+    --out "$work/sweep_r3-lr3e-4.json" 2> "$work/sweep_r3-lr3e-4.log"
+train r3-l50 3e-4 50 0 --undivided-consistency &
+train r3-lr3e-4-s1 3e-4 30 1 --undivided-consistency &
+wait
+score scores_3.json r3-l50 r3-lr3e-4-s1
+# Plain Jacobi at n = 8 on the same model and problems (the wall-clock target's third block size).
+[ -f "$work/sweep_r3-lr3e-4-n8.json" ] || python -m jacobi_min sweep --model "$work/r3-lr3e-4" --block-sizes 8 \
+    --blocks 1 --pool-sizes 0 --out "$work/sweep_r3-lr3e-4-n8.json" 2> "$work/sweep_r3-lr3e-4-n8.log"
