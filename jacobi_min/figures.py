@@ -141,16 +141,16 @@ def cost_model(results: dict):
 PAPER_ABLATION = {"progressive": 0.48, "random": 0.53, "reverse": 0.62}  # the paper's iterations per token
 
 
-def schedule_files(folder: Path, seeds: int = 3) -> list[Path]:
-    """The `eval` files `<schedule>-s<seed>.json` of a schedule study run with `train` and `eval`
-    (training_runs/schedules/run.sh); [] until every schedule and seed has one."""
-    paths = [folder / f"{name}-s{seed}.json" for name in PAPER_ABLATION for seed in range(seeds)]
-    return paths if all(path.exists() for path in paths) else []
-
-
 def schedule_config(path: Path) -> Path:
     """The settings of the run that an `eval` file `<label>.json` scored: `<label>/train_config.json`."""
     return path.with_suffix("") / "train_config.json"
+
+
+def schedule_files(folder: Path, seeds: int = 3) -> list[Path]:
+    """The `eval` files `<schedule>-s<seed>.json` of a schedule study run with `train` and `eval`
+    (training_runs/schedules/run.sh); [] until every schedule and seed has one and its settings."""
+    paths = [folder / f"{name}-s{seed}.json" for name in PAPER_ABLATION for seed in range(seeds)]
+    return paths if all(path.exists() and schedule_config(path).exists() for path in paths) else []
 
 
 def schedule_study(paths: list[Path]) -> dict:

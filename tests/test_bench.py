@@ -148,6 +148,8 @@ def test_schedule_study_reads_every_run_into_the_ablation_layout(tmp_path):
     (folder / "reverse-s2" / "train_config.json").write_text(json.dumps({"config": {"steps": 300}}))
     with pytest.raises(ValueError, match="steps \\[300, 600\\]"):
         figures.schedule_study(paths)
+    (folder / "reverse-s2" / "train_config.json").unlink()
+    assert figures.schedule_files(folder) == []
     (folder / "random-s1.json").unlink()
     assert figures.schedule_files(folder) == []
 
