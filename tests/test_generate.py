@@ -134,8 +134,8 @@ def test_stop_strings():
 
 
 def test_transformers_hands_no_streamer_or_tokenizer_to_a_callable():
-    """Why the README binds the streamer with partial and passes StopStringCriteria (transformers 5.23).
-    If this fails, generate now forwards them: simplify the README's examples."""
+    """Why docs/usage.md binds the streamer with partial and passes StopStringCriteria (transformers 5.23).
+    If this fails, generate now forwards them: simplify those examples."""
     model, tokenizer = embedded("base")
     ids = torch.tensor([problem_ids(tokenizer, 1)[0]])
     seen = {}
