@@ -37,13 +37,13 @@ from .train import CLLM, TrainConfig, evaluate, train
 from .workers import SHARED, pmap
 
 REFERENCE = {"lam": 10.0, "lr": 1e-4}
-SHIPPED = {"lam": 3.0, "lr": 5e-4}  # the shipped model's round 1
+OLD_RECIPE = {"lam": 3.0, "lr": 5e-4}  # round 1 of the models this round replaced
 ARMS = {  # name -> (training prompts, TrainConfig settings)
     "base (no training)": (1500, {"steps": 0}),
-    "shipped recipe (λ 3, lr 5e-4)": (1500, SHIPPED),
+    "old recipe (λ 3, lr 5e-4)": (1500, OLD_RECIPE),
     "λ 10, lr 1e-4 (reference)": (1500, REFERENCE),
     "3200 prompts": (3200, REFERENCE),
-    "AR only (λ 3, lr 5e-4)": (1500, {**SHIPPED, "consistency_on": ()}),
+    "AR only (λ 3, lr 5e-4)": (1500, {**OLD_RECIPE, "consistency_on": ()}),
     "AR only (λ 10, lr 1e-4)": (1500, {**REFERENCE, "consistency_on": ()}),
     "AR only, answer-only (λ 10, lr 1e-4)": (1500, {**REFERENCE, "consistency_on": (), "ar_on_prompt": False}),
     "CLLM, 3200 prompts, λ 10": (3200, {**REFERENCE, **CLLM}),
@@ -60,7 +60,7 @@ ARMS = {  # name -> (training prompts, TrainConfig settings)
 
 PANELS = {
     "the set-up alone: the same fine-tunes without consistency (AR only)": [
-        "shipped recipe (λ 3, lr 5e-4)", "AR only (λ 3, lr 5e-4)", "λ 10, lr 1e-4 (reference)", "AR only (λ 10, lr 1e-4)",
+        "old recipe (λ 3, lr 5e-4)", "AR only (λ 3, lr 5e-4)", "λ 10, lr 1e-4 (reference)", "AR only (λ 10, lr 1e-4)",
         "AR only, answer-only (λ 10, lr 1e-4)"],
     "one change to the reference (λ 10, lr 1e-4, 1,500 prompts)": [
         "λ 10, lr 1e-4 (reference)", "λ 10, lr 5e-4", "answer-only AR", "no short consistency", "random schedule offset",
