@@ -27,6 +27,10 @@ Jacobi Forcing and CLLM recipes), the ablation's result in `results/ablation.jso
 CLLM trains at its own λ, `cllm_lam` = 30: where its frontier meets Jacobi
 Forcing's accuracy (docs/results.md).
 
+`pipeline` (stage `models`) builds both checkpoints, Jacobi Forcing's rounds
+beside CLLM's phases; `--stage all` adds the ablation, a study that does
+not feed the checkpoints.
+
 Commands: `pipeline`, and `collect` (one round's trajectories of any model).
 """
 import hashlib
@@ -275,25 +279,28 @@ def one_thread(job) -> None:
     job()
 
 
-def baselines(cfg: PipelineConfig, work: Work) -> None:
-    cllm(cfg, work)
-    ablation(cfg, work)
+def models(cfg: PipelineConfig, work: Work) -> None:
+    """Jacobi Forcing's two rounds and the CLLM baseline: on CPU with workers > 1 side by side,
+    one process each (round 1 trains beside CLLM's phases)."""
+    if cfg.workers > 1 and cfg.device == "cpu":
+        in_parallel([partial(jacobi_forcing, cfg, work), partial(cllm, cfg, work)])
+    else:
+        jacobi_forcing(cfg, work)
+        cllm(cfg, work)
 
 
-def run(cfg: PipelineConfig = PipelineConfig(), folder: Path = Path("runs/pipeline"), stage: str = "all") -> dict:
-    """The pipeline, or one stage of it, resuming after the stages an earlier run in `folder`
-    finished; returns the wall time of each stage in seconds. Round 1's trajectories come
-    first; on CPU with workers > 1, Jacobi Forcing's two rounds then train side by side with
-    the CLLM baseline followed by the ablation."""
+def run(cfg: PipelineConfig = PipelineConfig(), folder: Path = Path("runs/pipeline"), stage: str = "models") -> dict:
+    """One stage of the pipeline, resuming after the stages an earlier run in `folder` finished;
+    returns the wall time of each stage in seconds. Round 1's trajectories come first. `models`
+    (the default) trains both checkpoints, `all` then runs the ablation too."""
     work = Work(folder)
     round1_trajectories(cfg, work)
-    if stage != "all":
+    if stage in STAGES:
         STAGES[stage](cfg, work)
-    elif cfg.workers > 1 and cfg.device == "cpu":
-        in_parallel([partial(jacobi_forcing, cfg, work), partial(baselines, cfg, work)])
     else:
-        for job in (jacobi_forcing, cllm, ablation):
-            job(cfg, work)
+        models(cfg, work)
+        if stage == "all":
+            ablation(cfg, work)
     return work.times
 
 
@@ -320,8 +327,8 @@ def add_commands(commands) -> None:
     p.add_argument("--out", type=Path, required=True)
     p.set_defaults(run=with_model(collect_command))
 
-    p = commands.add_parser("pipeline", help="progressive Jacobi Forcing (2 rounds) + CLLM baseline + ablation "
-                                             "(--stage jacobi-forcing: about 2 h on 2 cores)")
+    p = commands.add_parser("pipeline", help="progressive Jacobi Forcing (2 rounds) beside the CLLM baseline "
+                                             "(about 90 min on 2 cores); --stage all adds the ablation")
     p.add_argument("--work", type=Path, default=Path("runs/pipeline"),
                    help="trajectories and finished stages; a rerun resumes after the last finished stage")
     p.add_argument("--base", default="base", help="model to start from (embedded name, directory, alias or hub id)")
@@ -332,8 +339,9 @@ def add_commands(commands) -> None:
                    help="training prompts whose trajectories are collected in each round")
     p.add_argument("--workers", type=at_least(1), default=PipelineConfig.workers,
                    help="CPU processes for trajectory collection and the ablation")
-    p.add_argument("--stage", default="all", choices=["all", *STAGES],
-                   help="run one stage only: ablation, jacobi-forcing (rounds 1 and 2) or cllm")
+    p.add_argument("--stage", default="models", choices=["models", "all", *STAGES],
+                   help="models (default): both checkpoints; all: the models, then the ablation; or one stage "
+                        "only: jacobi-forcing (rounds 1 and 2), cllm or ablation")
     p.add_argument("--train-seed", type=at_least(0), default=0,
                    help="seed of the training batches and noisy states (the trajectories stay the same)")
     p.add_argument("--lam", type=at_least(0.0, float), default=None,

@@ -96,7 +96,8 @@ def test_save_checkpoint_writes_half_precision_and_leaves_the_model_as_it_was(tm
 
 
 def test_pipeline_runs_end_to_end_on_a_few_prompts_and_resumes(tmp_path, monkeypatch):
-    """Both rounds, the CLLM baseline under the same two-phase schedule, and the ablation;
+    """Both rounds, the CLLM baseline under the same two-phase schedule (the default stage), and the
+    ablation (stage "all");
     a rerun after an interruption resumes after the finished stages (it collects nothing and leaves
     their files untouched) and ends with the same weights; a rerun with other training settings in
     the same folder is refused instead of reusing the finished stages."""
@@ -111,9 +112,12 @@ def test_pipeline_runs_end_to_end_on_a_few_prompts_and_resumes(tmp_path, monkeyp
     (tmp_path / "work" / "round2.jsonl").write_text("")  # a finished stage is read back, not redone
     finished = {p: p.stat().st_mtime_ns for p in (tmp_path / "work").iterdir()}
     monkeypatch.setattr(pipeline, "collect", lambda *args: pytest.fail("a finished collection ran again"))
-    times = pipeline.run(cfg, tmp_path / "work")
+    models = pipeline.run(cfg, tmp_path / "work")  # the default: both checkpoints, no ablation
     assert all(p.stat().st_mtime_ns == mtime for p, mtime in finished.items())
-    assert set(times) == {"round1", "train_round1", "round2", "train_round2", "cllm_phase1", "cllm_phase2", "ablation"}
+    assert set(models) == {"round1", "train_round1", "round2", "train_round2", "cllm_phase1", "cllm_phase2"}
+    assert not (cfg.results / "ablation.json").exists()
+    times = pipeline.run(cfg, tmp_path / "work", stage="all")
+    assert set(times) == {*models, "ablation"} and all(times[k] == v for k, v in models.items())
     assert list(first) == ["round1", "round2", "train_round1", "train_round2"]  # no ablation in that stage
     assert all(times[k] == v for k, v in first.items())
     again = jacobi_min.load(cfg.out / "jacobi-forcing")[0].state_dict()
