@@ -9,6 +9,8 @@
 #           recipe itself (official 1/T, λ 10, lr 3e-4);
 #   then the multi-block sweep of the λ 30, lr 3e-4 run;
 #   pair 3 (scores_3.json): without the 1/T at λ 50 (lr 3e-4), and training seed 1 of λ 30, lr 3e-4.
+#   then the λ 30, lr 3e-4 run against the shipped model on 1,200 problems per bucket (scores_1200.json),
+#   and halfway and three quarters of the way from the shipped model to it (scores_interpolated.json).
 # Usage: run.sh <work folder>
 # Each step is skipped when its output exists, so a rerun resumes (training from its snapshot).
 set -euo pipefail
@@ -51,3 +53,9 @@ score scores_3.json r3-l50 r3-lr3e-4-s1
 [ -f "$work/scores_1200.json" ] || python -m jacobi_min eval --models jacobi-forcing "$work/r3-lr3e-4" \
     --labels shipped r3-lam30-s0 --lengths short medium long --problems 1200 --workers 2 \
     --out "$work/scores_1200.json" 2> "$work/eval_scores_1200.json.log"
+# Weight interpolation between the shipped model and the λ 30, lr 3e-4 third round (keeping half and three
+# quarters of the third round's update): does it keep the speed with the shipped model's answers?
+[ -d "$work/soup-0.75" ] || python "$(dirname "$0")/interpolate.py" jacobi_min/checkpoints/jacobi-forcing \
+    "$work/r3-lr3e-4" "$work" 0.5 0.75
+[ -f "$work/scores_interpolated.json" ] || (cd "$work" && python -m jacobi_min eval --models soup-0.5 soup-0.75 \
+    --lengths short medium long --problems 300 --workers 2 --out scores_interpolated.json 2> eval_interpolated.log)
