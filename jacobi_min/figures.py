@@ -1,8 +1,8 @@
 """Rebuild every PNG in `figures/` from results files only (no model is run).
 
 Inputs: `figures/results/benchmark.json` (bench), `figures/results/ablation.json`
-(pipeline) with the longer schedule study's `eval` files
-(`training_runs/schedules/`), `figures/results/training_runs.json` (eval of every training run),
+(pipeline) with the longer schedule studies' `eval` files
+(`training_runs/schedules/`, `training_runs/schedules-offset0/`), `figures/results/training_runs.json` (eval of every training run),
 `figures/results/controls.json` (controls), the
 `train_log.jsonl` of each trained checkpoint, and for the real Qwen
 `qwen_exactness_float32.json` (exactness; optional `_extra.json` and
@@ -146,29 +146,37 @@ def schedule_config(path: Path) -> Path:
     return path.with_suffix("") / "train_config.json"
 
 
-def schedule_files(folder: Path, seeds: int = 3) -> list[Path]:
+def schedule_files(folder: Path, seeds: int = 3, random_from: Path | None = None) -> list[Path]:
     """The `eval` files `<schedule>-s<seed>.json` of a schedule study run with `train` and `eval`
-    (training_runs/schedules/run.sh); [] until every schedule and seed has one and its settings."""
-    paths = [folder / f"{name}-s{seed}.json" for name in PAPER_ABLATION for seed in range(seeds)]
+    (training_runs/schedules/run.sh), the random schedule's from `random_from` when given (it takes
+    no offset, so one set of its runs serves a study of each offset); [] until every schedule and
+    seed has one and its settings."""
+    paths = [((random_from or folder) if name == "random" else folder) / f"{name}-s{seed}.json"
+             for name in PAPER_ABLATION for seed in range(seeds)]
     return paths if all(path.exists() and schedule_config(path).exists() for path in paths) else []
 
 
 def schedule_study(paths: list[Path]) -> dict:
     """Those files in the layout of `pipeline`'s ablation.json; the steps come from each run's settings."""
     runs, problems, block_sizes, steps = {name: [] for name in PAPER_ABLATION}, set(), set(), set()
+    offsets = set()
     for path in paths:
         data = json.loads(path.read_text())
-        steps.add(json.loads(schedule_config(path).read_text())["config"]["steps"])
+        config = json.loads(schedule_config(path).read_text())["config"]
+        steps.add(config["steps"])
+        if config["schedule"] != "random":  # a random schedule takes no offset
+            offsets.add("random offset" if config["random_offset"] else "offset 0")
         (label, scores), = data["scores"].items()
         name, seed = label.rsplit("-s", 1)
         problems.add(data["problems"])
         block_sizes.add(data["block_size"])
         runs[name].append({"seed": int(seed), "iterations_per_token": 1 / scores["long"]["tpf"], **scores["long"]})
-    if len(problems) != 1 or len(block_sizes) != 1 or len(steps) != 1:
+    if len(problems) != 1 or len(block_sizes) != 1 or len(steps) != 1 or len(offsets) != 1:
         raise ValueError(f"the runs of one study differ: problems {sorted(problems)}, block sizes {sorted(block_sizes)}, "
-                         f"steps {sorted(steps)}")
-    (count,), (block_size,), (step_count,) = problems, block_sizes, steps
-    return {"steps": step_count, "block_size": block_size, "problems": count, "length": "long", "runs": runs}
+                         f"steps {sorted(steps)}, offsets {sorted(offsets)}")
+    (count,), (block_size,), (step_count,), (offset,) = problems, block_sizes, steps, offsets
+    return {"steps": step_count, "block_size": block_size, "problems": count, "length": "long", "offset": offset,
+            "runs": runs}
 
 
 def ablation(studies: list[dict]):
@@ -207,7 +215,8 @@ def ablation_panel(ax, data: dict) -> None:
                                       f"{'s' * (len(data['runs'][n]) > 1)})" for n in names], fontsize=8)
     ax.set_xlim(-0.8, len(names) - 0.3)
     ax.set_ylabel("iterations per token (lower is better)")
-    ax.set_title(f"round 1: {data['steps']} steps, n = {data['block_size']},\n{data['problems']} held-out "
+    offset = f", {data['offset']}" if "offset" in data else ""
+    ax.set_title(f"round 1: {data['steps']} steps{offset}, n = {data['block_size']},\n{data['problems']} held-out "
                  f"{data['length']} answers", fontsize=9)
 
 
@@ -488,10 +497,13 @@ def jobs(results_dir: Path, checkpoints: Path) -> dict[str, tuple[list[Path], ob
         out["controls.png"] = ([controls], lambda: control_curves(data()))
         out["frontier.png"] = ([controls], lambda: frontier(data()))
     if (results_dir / "ablation.json").exists():
-        longer = schedule_files(results_dir / "training_runs" / "schedules")
+        folder = results_dir / "training_runs"
+        longer = [files for files in (schedule_files(folder / "schedules"),
+                                      schedule_files(folder / "schedules-offset0", random_from=folder / "schedules")) if files]
         studies = lambda: ([json.loads((results_dir / "ablation.json").read_text())]
-                           + ([schedule_study(longer)] if longer else []))
-        inputs = [results_dir / "ablation.json", *longer, *map(schedule_config, longer)]
+                           + [schedule_study(files) for files in longer])
+        inputs = [results_dir / "ablation.json", *dict.fromkeys(path for files in longer for path in files)]
+        inputs += [schedule_config(path) for path in inputs[1:]]
         out["noise_schedule_ablation.png"] = (inputs, lambda: ablation(studies()))
     reports = [r for r in (results_dir / f"qwen_exactness_float32{part}.json" for part in ("", "_extra", "_multiblock"))
                if r.exists()]

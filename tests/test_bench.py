@@ -121,16 +121,18 @@ def test_figures_rebuild_from_results_only(tiny_results, tmp_path):
     assert figures.stale(tiny_results.parent, out, logs) == ["noise_schedule_ablation.png"]
 
 
-def write_schedule_study(folder, score) -> None:
+def write_schedule_study(folder, score, names=tuple(figures.PAPER_ABLATION), random_offset=True) -> None:
     """An `eval` file per schedule and seed, as training_runs/schedules/run.sh writes them."""
     folder.mkdir(parents=True)
-    for i, name in enumerate(figures.PAPER_ABLATION):
+    for name in names:
         for seed in range(3):
             label = f"{name}-s{seed}"
+            tpf = 1.5 + list(figures.PAPER_ABLATION).index(name) + seed / 10 + (not random_offset)
             (folder / f"{label}.json").write_text(json.dumps(
-                {"problems": 4, "block_size": 16, "models": {label: "dir"}, "scores": {label: score(1.5 + i + seed / 10)}}))
+                {"problems": 4, "block_size": 16, "models": {label: "dir"}, "scores": {label: score(tpf)}}))
             (folder / label).mkdir()
-            (folder / label / "train_config.json").write_text(json.dumps({"config": {"steps": 600}}))
+            config = {"steps": 600, "schedule": name, "random_offset": random_offset}
+            (folder / label / "train_config.json").write_text(json.dumps({"config": config}))
 
 
 def test_schedule_study_reads_every_run_into_the_ablation_layout(tmp_path):
@@ -141,17 +143,35 @@ def test_schedule_study_reads_every_run_into_the_ablation_layout(tmp_path):
     assert len(paths) == 9
     study = figures.schedule_study(paths)
     assert (study["steps"], study["block_size"], study["problems"], study["length"]) == (600, 16, 4, "long")
+    assert study["offset"] == "random offset"
     assert list(study["runs"]) == list(figures.PAPER_ABLATION)
     assert [r["seed"] for r in study["runs"]["random"]] == [0, 1, 2]
     assert [r["iterations_per_token"] for r in study["runs"]["reverse"]] == [1 / 3.5, 1 / 3.6, 1 / 3.7]
     assert study["runs"]["progressive"][0]["accuracy"] == 0.75
-    (folder / "reverse-s2" / "train_config.json").write_text(json.dumps({"config": {"steps": 300}}))
+    (folder / "reverse-s2" / "train_config.json").write_text(json.dumps(
+        {"config": {"steps": 300, "schedule": "reverse", "random_offset": True}}))
     with pytest.raises(ValueError, match="steps \\[300, 600\\]"):
         figures.schedule_study(paths)
     (folder / "reverse-s2" / "train_config.json").unlink()
     assert figures.schedule_files(folder) == []
     (folder / "random-s1.json").unlink()
     assert figures.schedule_files(folder) == []
+
+
+def test_a_schedule_study_borrows_the_runs_it_lacks_from_another(tmp_path):
+    score = lambda tpf: {"long": {"accuracy": 0.75, "tpf": tpf, "repetition": 0.01}}
+    write_schedule_study(tmp_path / "schedules", score)
+    write_schedule_study(tmp_path / "offset0", score, names=("progressive", "reverse"), random_offset=False)
+    assert figures.schedule_files(tmp_path / "offset0") == []
+    assert figures.schedule_files(tmp_path / "empty", random_from=tmp_path / "schedules") == []
+    paths = figures.schedule_files(tmp_path / "offset0", random_from=tmp_path / "schedules")
+    assert [p.parent.name for p in paths] == ["offset0"] * 3 + ["schedules"] * 3 + ["offset0"] * 3
+    study = figures.schedule_study(paths)
+    assert study["offset"] == "offset 0"
+    assert [r["iterations_per_token"] for r in study["runs"]["progressive"]] == [1 / 2.5, 1 / 2.6, 1 / 2.7]
+    assert [r["iterations_per_token"] for r in study["runs"]["random"]] == [1 / 2.5, 1 / 2.6, 1 / 2.7]
+    with pytest.raises(ValueError, match="offsets \\['offset 0', 'random offset'\\]"):
+        figures.schedule_study(paths[:6] + figures.schedule_files(tmp_path / "schedules")[6:])
 
 
 def test_committed_figures_are_drawn_from_the_committed_results():
