@@ -11,3 +11,8 @@ python -m jacobi_min eval --models "$work/checkpoints/cllm" --labels "CLLM (pipe
     --lengths short medium long --problems 300 --workers 1 --out "$work/scores_cllm.json"
 python -m jacobi_min eval --models "$work/checkpoints/jacobi-forcing" --labels "Jacobi Forcing (pipeline, CPU)" \
     --lengths short medium long --problems 300 --workers 2 --out "$work/scores_jacobi_forcing.json"
+# Then the ablation stage alone (it writes figures/results/ablation.json of the checkout it runs in: run
+# from a clone, its file is kept here as ablation.json; it reuses the base's round-1 trajectories above).
+echo "ablation start $(date -u +%FT%T)" >> "$work/times.log"
+python -m jacobi_min pipeline --stage ablation --work "$work/work"
+echo "ablation end $(date -u +%FT%T)" >> "$work/times.log"
