@@ -260,9 +260,6 @@ def ablation(cfg: PipelineConfig, work: Work) -> dict:
     return result
 
 
-STAGES = {"ablation": ablation, "jacobi-forcing": jacobi_forcing, "cllm": cllm}
-
-
 def in_parallel(jobs: list) -> None:
     """Run each job() in a process of its own (one thread each), and wait for all of them."""
     processes = [mp.get_context("fork").Process(target=one_thread, args=(job,)) for job in jobs]
@@ -289,18 +286,22 @@ def models(cfg: PipelineConfig, work: Work) -> None:
         cllm(cfg, work)
 
 
+def models_then_ablation(cfg: PipelineConfig, work: Work) -> None:
+    models(cfg, work)
+    ablation(cfg, work)
+
+
+STAGES = {"models": models, "all": models_then_ablation, "jacobi-forcing": jacobi_forcing, "cllm": cllm,
+          "ablation": ablation}
+
+
 def run(cfg: PipelineConfig = PipelineConfig(), folder: Path = Path("runs/pipeline"), stage: str = "models") -> dict:
     """One stage of the pipeline, resuming after the stages an earlier run in `folder` finished;
     returns the wall time of each stage in seconds. Round 1's trajectories come first. `models`
     (the default) trains both checkpoints, `all` then runs the ablation too."""
     work = Work(folder)
     round1_trajectories(cfg, work)
-    if stage in STAGES:
-        STAGES[stage](cfg, work)
-    else:
-        models(cfg, work)
-        if stage == "all":
-            ablation(cfg, work)
+    STAGES[stage](cfg, work)
     return work.times
 
 
@@ -339,7 +340,7 @@ def add_commands(commands) -> None:
                    help="training prompts whose trajectories are collected in each round")
     p.add_argument("--workers", type=at_least(1), default=PipelineConfig.workers,
                    help="CPU processes for trajectory collection and the ablation")
-    p.add_argument("--stage", default="models", choices=["models", "all", *STAGES],
+    p.add_argument("--stage", default="models", choices=list(STAGES),
                    help="models (default): both checkpoints; all: the models, then the ablation; or one stage "
                         "only: jacobi-forcing (rounds 1 and 2), cllm or ablation")
     p.add_argument("--train-seed", type=at_least(0), default=0,
