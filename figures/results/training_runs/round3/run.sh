@@ -10,7 +10,11 @@
 #   then the multi-block sweep of the λ 30, lr 3e-4 run;
 #   pair 3 (scores_3.json): without the 1/T at λ 50 (lr 3e-4), and training seed 1 of λ 30, lr 3e-4.
 #   then the λ 30, lr 3e-4 run against the shipped model on 1,200 problems per bucket (scores_1200.json),
-#   and halfway and three quarters of the way from the shipped model to it (scores_interpolated.json).
+#   and halfway and three quarters of the way from the shipped model to it (scores_interpolated.json);
+#   pair 4 (scores_right_answers.json): the same λ 30, lr 3e-4 on seeds 0 and 1, trained only on the trajectories
+#           whose answer is right (right_answers.py drops 36 of 4,000);
+#   then the weight average of each pair of seeds and of all four runs (scores_seed_averages.json), and the
+#   average of the right-answer pair on 1,200 problems per bucket (scores_1200_seed_average.json).
 # Usage: run.sh <work folder>
 # Each step is skipped when its output exists, so a rerun resumes (training from its snapshot).
 set -euo pipefail
@@ -21,7 +25,7 @@ export OMP_NUM_THREADS=1
 train() {  # out, lr, λ, seed, further flags
   local resume=(); [ -f "$work/$1.resume.pt" ] && resume=(--resume)
   [ -f "$work/$1/model.safetensors" ] || python -m jacobi_min train --model jacobi-forcing \
-      --trajectories "$work/round3.jsonl" --lr "$2" --lam "$3" --adam-eps 1e-4 --random-offset --steps 800 \
+      --trajectories "$work/${TRAJECTORIES:-round3.jsonl}" --lr "$2" --lam "$3" --adam-eps 1e-4 --random-offset --steps 800 \
       --seed "$4" "${@:5}" --out "$work/$1" "${resume[@]}" 2> "$work/train_$1.log"
 }
 score() {  # out file, run names
@@ -59,3 +63,47 @@ score scores_3.json r3-l50 r3-lr3e-4-s1
     "$work/r3-lr3e-4" "$work" 0.5 0.75
 [ -f "$work/scores_interpolated.json" ] || (cd "$work" && python -m jacobi_min eval --models soup-0.5 soup-0.75 \
     --lengths short medium long --problems 300 --workers 2 --out scores_interpolated.json 2> eval_interpolated.log)
+# Only the trajectories whose answer is right: the others teach the model its own mistakes.
+[ -f "$work/round3-right.jsonl" ] || python "$(dirname "$0")/right_answers.py" "$work/round3.jsonl" "$work/round3-right.jsonl"
+TRAJECTORIES=round3-right.jsonl train r3-right-s0 3e-4 30 0 --undivided-consistency &
+TRAJECTORIES=round3-right.jsonl train r3-right-s1 3e-4 30 1 --undivided-consistency &
+wait
+score scores_right_answers.json r3-right-s0 r3-right-s1
+# Weight averages of two training seeds, θ = (θ_seed0 + θ_seed1) / 2 (interpolate.py at α = 0.5, written to
+# <folder>/soup-0.5), for each pair, and the average of the two averages (all four runs).
+average() {  # folder, start, end
+  [ -d "$work/$1/soup-0.5" ] || python "$(dirname "$0")/interpolate.py" "$2" "$3" "$work/$1" 0.5
+}
+average seeds-right "$work/r3-right-s0" "$work/r3-right-s1"
+average seeds "$work/r3-lr3e-4" "$work/r3-lr3e-4-s1"
+average seeds-four "$work/seeds-right/soup-0.5" "$work/seeds/soup-0.5"
+[ -f "$work/scores_seed_averages.json" ] || python -m jacobi_min eval --models "$work/seeds-right/soup-0.5" \
+    "$work/seeds/soup-0.5" "$work/seeds-four/soup-0.5" --labels seeds-right seeds seeds-four \
+    --lengths short medium long --problems 300 --workers 2 --out "$work/scores_seed_averages.json" \
+    2> "$work/eval_scores_seed_averages.json.log"
+[ -f "$work/scores_1200_seed_average.json" ] || python -m jacobi_min eval --models "$work/seeds-right/soup-0.5" \
+    --labels seeds-right --lengths short medium long --problems 1200 --workers 2 \
+    --out "$work/scores_1200_seed_average.json" 2> "$work/eval_scores_1200_seed_average.json.log"
+# A short AR-only polish of the right-answer average (no noisy blocks, the AR loss on the answers alone):
+# does its clean-context prediction, which the consistency loss bends, come back, and at what TPF?
+polish() {  # out, lr, steps
+  [ -f "$work/$1/model.safetensors" ] || python -m jacobi_min train --model "$work/seeds-right/soup-0.5" \
+      --trajectories "$work/round3-right.jsonl" --ar-only --answer-only-ar --lr "$2" --adam-eps 1e-4 --steps "$3" \
+      --seed 0 --out "$work/$1" 2> "$work/train_$1.log"
+}
+polish polish-3e-5 3e-5 200 &
+polish polish-1e-4 1e-4 200 &
+wait
+polish polish-1e-5 1e-5 200 &
+polish polish-3e-5-50 3e-5 50 &
+wait
+score scores_polish.json polish-3e-5 polish-1e-4 polish-1e-5 polish-3e-5-50
+# The most accurate polish on the scoreboard's 300, then on 1,200 problems per bucket.
+[ -f "$work/scores_1200_polish.json" ] || python -m jacobi_min eval --models "$work/polish-3e-5-50" \
+    --labels polish-3e-5-50 --lengths short medium long --problems 1200 --workers 2 \
+    --out "$work/scores_1200_polish.json" 2> "$work/eval_scores_1200_polish.json.log"
+# The wrong answers of the shipped model and of that polish on the scoreboard's 300 per bucket, side by side.
+[ -f "$work/wrong_shipped.json" ] || python "$(dirname "$0")/wrong_answers.py" jacobi-forcing "$work/wrong_shipped.json" &
+[ -f "$work/wrong_polish-3e-5-50.json" ] || python "$(dirname "$0")/wrong_answers.py" "$work/polish-3e-5-50" \
+    "$work/wrong_polish-3e-5-50.json" &
+wait
