@@ -14,7 +14,9 @@
 #   pair 4 (scores_right_answers.json): the same λ 30, lr 3e-4 on seeds 0 and 1, trained only on the trajectories
 #           whose answer is right (right_answers.py drops 36 of 4,000);
 #   then the weight average of each pair of seeds and of all four runs (scores_seed_averages.json), and the
-#   average of the right-answer pair on 1,200 problems per bucket (scores_1200_seed_average.json).
+#   average of the right-answer pair on 1,200 problems per bucket (scores_1200_seed_average.json);
+#   then 50 or 200 AR-only steps from that average (scores_polish.json), the 50-step one on 1,200 problems
+#   (scores_1200_polish.json), its multi-block sweep, and its wrong answers beside the shipped model's.
 # Usage: run.sh <work folder>
 # Each step is skipped when its output exists, so a rerun resumes (training from its snapshot).
 set -euo pipefail
@@ -102,6 +104,9 @@ score scores_polish.json polish-3e-5 polish-1e-4 polish-1e-5 polish-3e-5-50
 [ -f "$work/scores_1200_polish.json" ] || python -m jacobi_min eval --models "$work/polish-3e-5-50" \
     --labels polish-3e-5-50 --lengths short medium long --problems 1200 --workers 2 \
     --out "$work/scores_1200_polish.json" 2> "$work/eval_scores_1200_polish.json.log"
+# The multi-block sweep of that polish (the shipped sweep's settings, alone on the machine).
+[ -f "$work/sweep_polish-3e-5-50.json" ] || python -m jacobi_min sweep --model "$work/polish-3e-5-50" \
+    --out "$work/sweep_polish-3e-5-50.json" 2> "$work/sweep_polish-3e-5-50.log"
 # The wrong answers of the shipped model and of that polish on the scoreboard's 300 per bucket, side by side.
 [ -f "$work/wrong_shipped.json" ] || python "$(dirname "$0")/wrong_answers.py" jacobi-forcing "$work/wrong_shipped.json" &
 [ -f "$work/wrong_polish-3e-5-50.json" ] || python "$(dirname "$0")/wrong_answers.py" "$work/polish-3e-5-50" \
