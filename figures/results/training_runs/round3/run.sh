@@ -16,7 +16,8 @@
 #   then the weight average of each pair of seeds and of all four runs (scores_seed_averages.json), and the
 #   average of the right-answer pair on 1,200 problems per bucket (scores_1200_seed_average.json);
 #   then 50 or 200 AR-only steps from that average (scores_polish.json), the 50-step one on 1,200 problems
-#   (scores_1200_polish.json), its multi-block sweep, and its wrong answers beside the shipped model's.
+#   (scores_1200_polish.json), the same 50 steps from the other pair's average (scores_polish_seeds.json),
+#   the multi-block sweep of the first, and its wrong answers beside the shipped model's.
 # Usage: run.sh <work folder>
 # Each step is skipped when its output exists, so a rerun resumes (training from its snapshot).
 set -euo pipefail
@@ -104,6 +105,11 @@ score scores_polish.json polish-3e-5 polish-1e-4 polish-1e-5 polish-3e-5-50
 [ -f "$work/scores_1200_polish.json" ] || python -m jacobi_min eval --models "$work/polish-3e-5-50" \
     --labels polish-3e-5-50 --lengths short medium long --problems 1200 --workers 2 \
     --out "$work/scores_1200_polish.json" 2> "$work/eval_scores_1200_polish.json.log"
+# The same 50 steps from the other pair's average (all 4,000 trajectories): does the polish's gain repeat?
+[ -f "$work/polish-seeds-3e-5-50/model.safetensors" ] || python -m jacobi_min train --model "$work/seeds/soup-0.5" \
+    --trajectories "$work/round3.jsonl" --ar-only --answer-only-ar --lr 3e-5 --adam-eps 1e-4 --steps 50 --seed 0 \
+    --out "$work/polish-seeds-3e-5-50" 2> "$work/train_polish-seeds-3e-5-50.log"
+score scores_polish_seeds.json polish-seeds-3e-5-50
 # The multi-block sweep of that polish (the shipped sweep's settings, alone on the machine).
 [ -f "$work/sweep_polish-3e-5-50.json" ] || python -m jacobi_min sweep --model "$work/polish-3e-5-50" \
     --out "$work/sweep_polish-3e-5-50.json" 2> "$work/sweep_polish-3e-5-50.log"
