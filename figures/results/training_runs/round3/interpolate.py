@@ -3,8 +3,9 @@
     θ(α) = (1 − α)·θ_start + α·θ_end
 
 Usage: python interpolate.py START END OUT_ROOT α [α ...]   (writes OUT_ROOT/soup-α for each α)
-Here START is the shipped Jacobi Forcing model, END its third round (λ 30, lr 3e-4, no 1/T): does
-keeping a fraction α of the third round's update keep its speed with the shipped model's answers?
+run.sh uses it twice: START the shipped Jacobi Forcing model, END its third round (λ 30, lr 3e-4,
+no 1/T): does keeping a fraction α of the third round's update keep its speed with the shipped
+model's answers? And at α = 0.5 with START and END two training seeds of the same round: their average.
 """
 import shutil
 import sys
