@@ -17,6 +17,7 @@
 #   average of the right-answer pair on 1,200 problems per bucket (scores_1200_seed_average.json);
 #   then 50 or 200 AR-only steps from that average (scores_polish.json), the 50-step one on 1,200 problems
 #   (scores_1200_polish.json), the same 50 steps from the other pair's average (scores_polish_seeds.json),
+#   50 steps that keep the consistency loss on long answers (scores_polish_keeplong.json, and on 1,200),
 #   the multi-block sweep of the first, and its wrong answers beside the shipped model's.
 # Usage: run.sh <work folder>
 # Each step is skipped when its output exists, so a rerun resumes (training from its snapshot).
@@ -110,6 +111,16 @@ score scores_polish.json polish-3e-5 polish-1e-4 polish-1e-5 polish-3e-5-50
     --trajectories "$work/round3.jsonl" --ar-only --answer-only-ar --lr 3e-5 --adam-eps 1e-4 --steps 50 --seed 0 \
     --out "$work/polish-seeds-3e-5-50" 2> "$work/train_polish-seeds-3e-5-50.log"
 score scores_polish_seeds.json polish-seeds-3e-5-50
+# The same 50 steps with the consistency loss kept on long answers (the round's λ 30, no 1/T, random offset):
+# is the polish's TPF cost the consistency loss's absence?
+[ -f "$work/polish-keeplong/model.safetensors" ] || python -m jacobi_min train --model "$work/seeds-right/soup-0.5" \
+    --trajectories "$work/round3-right.jsonl" --consistency-on long --undivided-consistency --lam 30 --answer-only-ar \
+    --lr 3e-5 --adam-eps 1e-4 --random-offset --steps 50 --seed 0 --out "$work/polish-keeplong" \
+    2> "$work/train_polish-keeplong.log"
+score scores_polish_keeplong.json polish-keeplong
+[ -f "$work/scores_1200_polish_keeplong.json" ] || python -m jacobi_min eval --models "$work/polish-keeplong" \
+    --labels polish-keeplong --lengths short medium long --problems 1200 --workers 2 \
+    --out "$work/scores_1200_polish_keeplong.json" 2> "$work/eval_scores_1200_polish_keeplong.json.log"
 # The multi-block sweep of that polish (the shipped sweep's settings, alone on the machine).
 [ -f "$work/sweep_polish-3e-5-50.json" ] || python -m jacobi_min sweep --model "$work/polish-3e-5-50" \
     --out "$work/sweep_polish-3e-5-50.json" 2> "$work/sweep_polish-3e-5-50.log"
