@@ -18,7 +18,7 @@
 #   then 50 or 200 AR-only steps from that average (scores_polish.json), the 50-step one on 1,200 problems
 #   (scores_1200_polish.json), the same 50 steps from the other pair's average (scores_polish_seeds.json),
 #   50 steps that keep the consistency loss on long answers (scores_polish_keeplong.json, and on 1,200),
-#   the multi-block sweep of the first, and its wrong answers beside the shipped model's.
+#   the multi-block sweeps of the first and of that one, and the first one's wrong answers beside the shipped model's.
 # Usage: run.sh <work folder>
 # Each step is skipped when its output exists, so a rerun resumes (training from its snapshot).
 set -euo pipefail
@@ -121,9 +121,12 @@ score scores_polish_keeplong.json polish-keeplong
 [ -f "$work/scores_1200_polish_keeplong.json" ] || python -m jacobi_min eval --models "$work/polish-keeplong" \
     --labels polish-keeplong --lengths short medium long --problems 1200 --workers 2 \
     --out "$work/scores_1200_polish_keeplong.json" 2> "$work/eval_scores_1200_polish_keeplong.json.log"
-# The multi-block sweep of that polish (the shipped sweep's settings, alone on the machine).
+# The multi-block sweeps of that polish and of the one that keeps long answers' consistency (the shipped
+# sweep's settings, each alone on the machine).
 [ -f "$work/sweep_polish-3e-5-50.json" ] || python -m jacobi_min sweep --model "$work/polish-3e-5-50" \
     --out "$work/sweep_polish-3e-5-50.json" 2> "$work/sweep_polish-3e-5-50.log"
+[ -f "$work/sweep_polish-keeplong.json" ] || python -m jacobi_min sweep --model "$work/polish-keeplong" \
+    --out "$work/sweep_polish-keeplong.json" 2> "$work/sweep_polish-keeplong.log"
 # The wrong answers of the shipped model and of that polish on the scoreboard's 300 per bucket, side by side.
 [ -f "$work/wrong_shipped.json" ] || python "$(dirname "$0")/wrong_answers.py" jacobi-forcing "$work/wrong_shipped.json" &
 [ -f "$work/wrong_polish-3e-5-50.json" ] || python "$(dirname "$0")/wrong_answers.py" "$work/polish-3e-5-50" \
