@@ -121,13 +121,13 @@ score scores_polish_keeplong.json polish-keeplong
 [ -f "$work/scores_1200_polish_keeplong.json" ] || python -m jacobi_min eval --models "$work/polish-keeplong" \
     --labels polish-keeplong --lengths short medium long --problems 1200 --workers 2 \
     --out "$work/scores_1200_polish_keeplong.json" 2> "$work/eval_scores_1200_polish_keeplong.json.log"
-# The multi-block sweeps of that polish and of the one that keeps long answers' consistency (the shipped
-# sweep's settings, each alone on the machine).
+# The multi-block sweeps of the 50-step AR-only polish and of the polish that keeps long answers' consistency
+# (the shipped sweep's settings, each alone on the machine).
 [ -f "$work/sweep_polish-3e-5-50.json" ] || python -m jacobi_min sweep --model "$work/polish-3e-5-50" \
     --out "$work/sweep_polish-3e-5-50.json" 2> "$work/sweep_polish-3e-5-50.log"
 [ -f "$work/sweep_polish-keeplong.json" ] || python -m jacobi_min sweep --model "$work/polish-keeplong" \
     --out "$work/sweep_polish-keeplong.json" 2> "$work/sweep_polish-keeplong.log"
-# The wrong answers of the shipped model and of that polish on the scoreboard's 300 per bucket, side by side.
+# The wrong answers of the shipped model and of the 50-step AR-only polish on the scoreboard's 300 per bucket.
 [ -f "$work/wrong_shipped.json" ] || python "$(dirname "$0")/wrong_answers.py" jacobi-forcing "$work/wrong_shipped.json" &
 [ -f "$work/wrong_polish-3e-5-50.json" ] || python "$(dirname "$0")/wrong_answers.py" "$work/polish-3e-5-50" \
     "$work/wrong_polish-3e-5-50.json" &
