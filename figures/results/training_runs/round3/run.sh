@@ -85,42 +85,37 @@ average seeds-four "$work/seeds-right/soup-0.5" "$work/seeds/soup-0.5"
     "$work/seeds/soup-0.5" "$work/seeds-four/soup-0.5" --labels seeds-right seeds seeds-four \
     --lengths short medium long --problems 300 --workers 2 --out "$work/scores_seed_averages.json" \
     2> "$work/eval_scores_seed_averages.json.log"
-[ -f "$work/scores_1200_seed_average.json" ] || python -m jacobi_min eval --models "$work/seeds-right/soup-0.5" \
-    --labels seeds-right --lengths short medium long --problems 1200 --workers 2 \
-    --out "$work/scores_1200_seed_average.json" 2> "$work/eval_scores_1200_seed_average.json.log"
+score_1200() {  # out file, label, model folder: the scoreboard's 300 and the next 900 held-out problems
+  [ -f "$work/$1" ] || python -m jacobi_min eval --models "$3" --labels "$2" --lengths short medium long \
+      --problems 1200 --workers 2 --out "$work/$1" 2> "$work/eval_$1.log"
+}
+score_1200 scores_1200_seed_average.json seeds-right "$work/seeds-right/soup-0.5"
+# Short continuations of a seed average: out, start, trajectories, lr, steps, further flags.
+polish() {
+  [ -f "$work/$1/model.safetensors" ] || python -m jacobi_min train --model "$work/$2" --trajectories "$work/$3" \
+      --lr "$4" --adam-eps 1e-4 --steps "$5" --seed 0 "${@:6}" --out "$work/$1" 2> "$work/train_$1.log"
+}
 # A short AR-only polish of the right-answer average (no noisy blocks, the AR loss on the answers alone):
 # does its clean-context prediction, which the consistency loss bends, come back, and at what TPF?
-polish() {  # out, lr, steps
-  [ -f "$work/$1/model.safetensors" ] || python -m jacobi_min train --model "$work/seeds-right/soup-0.5" \
-      --trajectories "$work/round3-right.jsonl" --ar-only --answer-only-ar --lr "$2" --adam-eps 1e-4 --steps "$3" \
-      --seed 0 --out "$work/$1" 2> "$work/train_$1.log"
-}
-polish polish-3e-5 3e-5 200 &
-polish polish-1e-4 1e-4 200 &
+ar_only=(--ar-only --answer-only-ar)
+polish polish-3e-5 seeds-right/soup-0.5 round3-right.jsonl 3e-5 200 "${ar_only[@]}" &
+polish polish-1e-4 seeds-right/soup-0.5 round3-right.jsonl 1e-4 200 "${ar_only[@]}" &
 wait
-polish polish-1e-5 1e-5 200 &
-polish polish-3e-5-50 3e-5 50 &
+polish polish-1e-5 seeds-right/soup-0.5 round3-right.jsonl 1e-5 200 "${ar_only[@]}" &
+polish polish-3e-5-50 seeds-right/soup-0.5 round3-right.jsonl 3e-5 50 "${ar_only[@]}" &
 wait
 score scores_polish.json polish-3e-5 polish-1e-4 polish-1e-5 polish-3e-5-50
 # The most accurate polish on the scoreboard's 300, then on 1,200 problems per bucket.
-[ -f "$work/scores_1200_polish.json" ] || python -m jacobi_min eval --models "$work/polish-3e-5-50" \
-    --labels polish-3e-5-50 --lengths short medium long --problems 1200 --workers 2 \
-    --out "$work/scores_1200_polish.json" 2> "$work/eval_scores_1200_polish.json.log"
+score_1200 scores_1200_polish.json polish-3e-5-50 "$work/polish-3e-5-50"
 # The same 50 steps from the other pair's average (all 4,000 trajectories): does the polish's gain repeat?
-[ -f "$work/polish-seeds-3e-5-50/model.safetensors" ] || python -m jacobi_min train --model "$work/seeds/soup-0.5" \
-    --trajectories "$work/round3.jsonl" --ar-only --answer-only-ar --lr 3e-5 --adam-eps 1e-4 --steps 50 --seed 0 \
-    --out "$work/polish-seeds-3e-5-50" 2> "$work/train_polish-seeds-3e-5-50.log"
+polish polish-seeds-3e-5-50 seeds/soup-0.5 round3.jsonl 3e-5 50 "${ar_only[@]}"
 score scores_polish_seeds.json polish-seeds-3e-5-50
 # The same 50 steps with the consistency loss kept on long answers (the round's λ 30, no 1/T, random offset):
 # is the polish's TPF cost the consistency loss's absence?
-[ -f "$work/polish-keeplong/model.safetensors" ] || python -m jacobi_min train --model "$work/seeds-right/soup-0.5" \
-    --trajectories "$work/round3-right.jsonl" --consistency-on long --undivided-consistency --lam 30 --answer-only-ar \
-    --lr 3e-5 --adam-eps 1e-4 --random-offset --steps 50 --seed 0 --out "$work/polish-keeplong" \
-    2> "$work/train_polish-keeplong.log"
+polish polish-keeplong seeds-right/soup-0.5 round3-right.jsonl 3e-5 50 --consistency-on long --undivided-consistency \
+    --lam 30 --answer-only-ar --random-offset
 score scores_polish_keeplong.json polish-keeplong
-[ -f "$work/scores_1200_polish_keeplong.json" ] || python -m jacobi_min eval --models "$work/polish-keeplong" \
-    --labels polish-keeplong --lengths short medium long --problems 1200 --workers 2 \
-    --out "$work/scores_1200_polish_keeplong.json" 2> "$work/eval_scores_1200_polish_keeplong.json.log"
+score_1200 scores_1200_polish_keeplong.json polish-keeplong "$work/polish-keeplong"
 # The multi-block sweeps of the 50-step AR-only polish and of the polish that keeps long answers' consistency
 # (the shipped sweep's settings, each alone on the machine).
 [ -f "$work/sweep_polish-3e-5-50.json" ] || python -m jacobi_min sweep --model "$work/polish-3e-5-50" \
