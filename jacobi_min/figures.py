@@ -364,7 +364,7 @@ def frontier(data: dict):
 
 def training_curves(logs: dict[str, list[dict]]):
     """Loss, held-out TPF and held-out accuracy (the training loop's 40 problems) of the shipped
-    checkpoints against training step; the dotted line is where round / phase 2 starts."""
+    checkpoints against training step; a dotted line is where a later round / phase starts."""
     fig, (loss, tpf, accuracy) = plt.subplots(1, 3, figsize=(15, 4))
     for name, log in logs.items():
         color = COLORS["Jacobi Forcing" if name == "jacobi-forcing" else "CLLM"]
@@ -374,10 +374,12 @@ def training_curves(logs: dict[str, list[dict]]):
         tpf.plot([r["step"] for r in evals], [r["tpf"] for r in evals], marker="o", label=name, color=color)
         accuracy.plot([r["step"] for r in evals], [100 * r["accuracy"] for r in evals], marker="o", label=name,
                       color=color)
-    second = [r["step"] for log in logs.values() for r in log if r.get("round") == 2]
+    starts = {}
+    for r in (r for log in logs.values() for r in log if r.get("round", 1) > 1):
+        starts[r["round"]] = min(starts.get(r["round"], r["step"]), r["step"])
     for ax in (loss, tpf, accuracy):
-        if second:
-            ax.axvline(min(second), color="grey", ls=":", lw=1)
+        for step in starts.values():
+            ax.axvline(step, color="grey", ls=":", lw=1)
     loss.set_yscale("log")
     loss.set_ylabel("λ·L_AR + L_c")
     tpf.set_ylabel("held-out TPF, greedy Jacobi at n = 16")

@@ -72,6 +72,7 @@ def test_pipeline_passes_its_options_to_every_training_stage(monkeypatch, tmp_pa
     assert (work, stage, cfg.base, cfg.train_prompts, cfg.workers, cfg.out) == (
         tmp_path, "cllm", "some/model", 7, 3, tmp_path / "ckpt")
     assert (cfg.round1.seed, cfg.round2.seed, cfg.round1.lam, cfg.round2.lam, cfg.cllm_lam) == (4, 4, 2.5, 2.5, 6.0)
+    assert (cfg.round3.seed, cfg.round3.lam) == (4, pipeline.ROUND3["lam"])
 
 
 def test_pipeline_without_lam_keeps_each_rounds_own(monkeypatch, tmp_path):
@@ -79,7 +80,8 @@ def test_pipeline_without_lam_keeps_each_rounds_own(monkeypatch, tmp_path):
     main(["pipeline", "--work", str(tmp_path)])
     cfg = calls[0][0][0]
     default = pipeline.PipelineConfig()
-    assert (cfg.round1, cfg.round2, cfg.cllm_lam) == (default.round1, default.round2, default.cllm_lam)
+    assert (cfg.round1, cfg.round2, cfg.round3, cfg.polishes, cfg.cllm_lam) == (
+        default.round1, default.round2, default.round3, default.polishes, default.cllm_lam)
 
 
 def test_bench_and_sweep_build_their_configs_from_the_arguments(monkeypatch, tmp_path, capsys):

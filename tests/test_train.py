@@ -16,7 +16,8 @@ import jacobi_min
 from jacobi_min import pipeline, task, trajectories
 from jacobi_min import train as train_module
 from jacobi_min.packing import collate, pack
-from jacobi_min.train import TrainConfig, draw_examples, evaluates_at, make_batch, noisy_blocks, repetition, save_checkpoint, train
+from jacobi_min.train import (TrainConfig, draw_examples, evaluates_at, make_batch, noisy_blocks, prompt_ids, repetition,
+                              save_checkpoint, train)
 from tests.conftest import generate_greedy
 
 pytestmark = pytest.mark.xdist_group("test_train")  # one worker: the trajectories and the torchrun, made once
@@ -96,44 +97,49 @@ def test_save_checkpoint_writes_half_precision_and_leaves_the_model_as_it_was(tm
 
 
 def test_pipeline_runs_end_to_end_on_a_few_prompts_and_resumes(tmp_path, monkeypatch):
-    """Both rounds, the CLLM baseline under the same two-phase schedule (the default stage), and the
-    ablation (stage "all");
+    """Three rounds (round 3: two seeds side by side and two continuations, each pair averaged), the
+    CLLM baseline under the same two-phase schedule (the default stage), and the ablation (stage "all");
     a rerun after an interruption resumes after the finished stages (it collects nothing and leaves
     their files untouched) and ends with the same weights; a rerun with other training settings in
     the same folder is refused instead of reusing the finished stages."""
     tiny = TrainConfig(steps=3, batch_size=2, eval_every=10**9, eval_problems=2)
-    cfg = pipeline.PipelineConfig(train_prompts=4, max_new_tokens=64, round1=replace(tiny, lr=5e-4),
-                                  round2=replace(tiny, lr=2e-4, lam=20.0), cllm_lam=7.0,
-                                  ablation={"progressive": {}, "λ = 2": {"lam": 2.0}},
+    cfg = pipeline.PipelineConfig(train_prompts=4, round1=replace(tiny, lr=5e-4),
+                                  round2=replace(tiny, lr=2e-4, lam=20.0), round3=replace(tiny, lr=1e-4, lam=30.0),
+                                  polishes={"ar": replace(tiny, steps=2, consistency_on=()), "long": replace(tiny, steps=2)},
+                                  cllm_lam=7.0, ablation={"progressive": {}, "λ = 2": {"lam": 2.0}},
                                   ablation_seeds=2, ablation_steps=2, ablation_problems=1,
                                   out=tmp_path / "out", results=tmp_path / "results")
-    first = pipeline.run(cfg, tmp_path / "work", stage="jacobi-forcing")  # "interrupted" after round 2
+    first = pipeline.run(cfg, tmp_path / "work", stage="jacobi-forcing")  # "interrupted" after Jacobi Forcing
     weights = jacobi_min.load(cfg.out / "jacobi-forcing")[0].state_dict()
     (tmp_path / "work" / "round2.jsonl").write_text("")  # a finished stage is read back, not redone
     finished = {p: p.stat().st_mtime_ns for p in (tmp_path / "work").iterdir()}
     monkeypatch.setattr(pipeline, "collect", lambda *args: pytest.fail("a finished collection ran again"))
     models = pipeline.run(cfg, tmp_path / "work")  # the default: both checkpoints, no ablation
     assert all(p.stat().st_mtime_ns == mtime for p, mtime in finished.items())
-    assert set(models) == {"round1", "train_round1", "round2", "train_round2", "cllm_phase1", "cllm_phase2"}
+    rounds = {"round1", "train_round1", "round2", "train_round2", "round3", "train_round3_s0", "train_round3_s1",
+              "polish_ar", "polish_long"}
+    assert set(models) == {*rounds, "cllm_phase1", "cllm_phase2"}
     assert not (cfg.results / "ablation.json").exists()
     times = pipeline.run(cfg, tmp_path / "work", stage="all")
     assert set(times) == {*models, "ablation"} and all(times[k] == v for k, v in models.items())
-    assert list(first) == ["round1", "round2", "train_round1", "train_round2"]  # no ablation in that stage
+    assert set(first) == rounds  # no ablation in that stage
     assert all(times[k] == v for k, v in first.items())
     again = jacobi_min.load(cfg.out / "jacobi-forcing")[0].state_dict()
     assert all(torch.equal(weights[k], again[k]) for k in weights)
     round1 = trajectories.load(tmp_path / "work" / "round1.jsonl")
     assert len(round1) == 4 and max(len(b[-1]) for t in round1 for b in t["blocks"]) == 16
-    for name in ("jacobi-forcing", "cllm"):
+    for name, rounds_in_log in (("jacobi-forcing", 3), ("cllm", 2)):
         log = [json.loads(line) for line in (cfg.out / name / "train_log.jsonl").read_text().splitlines()]
-        assert [r["step"] for r in log] == [0, 1, 2, 3, 3, 4, 5, 6]  # round 2's step 0 is round 1's end
-        assert [r.get("round", 1) for r in log] == [1, 1, 1, 1, 2, 2, 2, 2]
+        assert [r["step"] for r in log] == list(range(4)) + [3 * r + s for r in range(1, rounds_in_log) for s in range(4)]
+        assert [r.get("round", 1) for r in log] == [r for r in range(1, rounds_in_log + 1) for _ in range(4)]
         assert all(math.isfinite(r["loss"]) for r in log if r["step"] > 0 and "loss" in r)
         saved = json.loads((cfg.out / name / "train_config.json").read_text())
-        assert (saved["config"]["lr"], saved["config"]["lam"]) == ((2e-4, 20.0) if name == "jacobi-forcing" else (5e-4, 7.0))
+        assert (saved["config"]["lr"], saved["config"]["lam"]) == ((1e-4, 30.0) if name == "jacobi-forcing" else (5e-4, 7.0))
         model, tokenizer = jacobi_min.load(cfg.out / name)
         prompt = tokenizer(task.problems("test", 1)[0].prompt)["input_ids"]
         assert jacobi_min.jacobi_decode(model, prompt, 16, 40).tokens == generate_greedy(model, prompt, 40)
+    saved = json.loads((cfg.out / "jacobi-forcing" / "train_config.json").read_text())
+    assert set(saved["seconds"]) == rounds and saved["pipeline"]["round3_seeds"] == 2
     cllm = json.loads((cfg.out / "cllm" / "train_config.json").read_text())
     assert cllm["phase1"]["lr"] == cllm["config"]["lr"] == 5e-4 and cllm["phase1"]["method"] == cllm["config"]["method"] == "cllm"
     assert cllm["config"]["label_smoothing"] == train_module.CLLM["label_smoothing"]
@@ -141,6 +147,30 @@ def test_pipeline_runs_end_to_end_on_a_few_prompts_and_resumes(tmp_path, monkeyp
     assert {name: [r["seed"] for r in runs] for name, runs in ablation["runs"].items()} == {"progressive": [0, 1], "λ = 2": [0]}
     with pytest.raises(ValueError, match=r"stage 'train_round1' made with other settings \(round1.seed differ\)"):
         pipeline.run(pipeline.with_training(cfg, 1), tmp_path / "work", stage="jacobi-forcing")  # would reuse seed 0's
+
+
+def test_round_3_averages_its_runs_and_keeps_only_right_answers(tmp_path, monkeypatch):
+    """Round 3's runs start from the same weights, and the model ends as the mean of theirs (computed
+    here from the runs the work folder kept); a trajectory with a wrong answer is dropped, in order."""
+    model, tokenizer = jacobi_min.load()
+    cfg = pipeline.PipelineConfig(train_prompts=3, workers=1)
+    runs = {"a": TrainConfig(steps=2, batch_size=2, eval_problems=0, lr=1e-3, seed=0),
+            "b": TrainConfig(steps=2, batch_size=2, eval_problems=0, lr=1e-3, seed=1)}
+    problems = task.problems("train", 3, seed=0)
+    traj = [{"prompt": prompt_ids(tokenizer, p), "blocks": [[tokenizer(f" #### {p.answer}")["input_ids"] + [tokenizer.eos_token_id]]]}
+            for p in problems]
+    traj[1]["blocks"][0][-1] = tokenizer(f" #### {problems[1].answer + 1}")["input_ids"]
+    assert pipeline.right_answers(traj, problems, tokenizer) == [traj[0], traj[2]]
+    start = {k: v.clone() for k, v in model.state_dict().items()}
+    work = pipeline.Work(tmp_path)
+    pipeline.averaged_runs(model, tokenizer, traj, runs, cfg, work, {})
+    trained = [torch.load(tmp_path / f"{name}.pt")["model"] for name in runs]
+    assert all(not torch.equal(t["model.norm.weight"], start["model.norm.weight"]) for t in trained)
+    assert not torch.equal(trained[0]["model.norm.weight"], trained[1]["model.norm.weight"])
+    assert all(torch.equal(model.state_dict()[k], (trained[0][k] + trained[1][k]) / 2) for k in start)
+    monkeypatch.setattr(pipeline, "collect", lambda *args: [traj[1]] * 3)
+    with pytest.raises(ValueError, match="none of round 2's 3 answers is right"):
+        pipeline.round3(model, tokenizer, cfg, pipeline.Work(tmp_path / "all-wrong"), {})
 
 
 @pytest.mark.parametrize("argv", [["eval", "--problems", "0"], ["demo", "--problems", "0"], ["train-base", "--steps", "0"],
@@ -234,18 +264,29 @@ def test_adams_epsilon_bounds_the_first_step_of_a_weight_with_a_small_gradient(t
 
 
 def test_the_pipelines_recipe_is_the_chosen_one():
-    """Both rounds: λ = 10, AdamW ε = 1e-4, random schedule offset, over 4,000 prompts; lr 5e-4, then 3e-4."""
+    """Rounds 1 and 2: λ = 10, AdamW ε = 1e-4, random schedule offset, over 4,000 prompts; lr 5e-4, then
+    3e-4. Round 3: lr 3e-4, λ = 30 without the 1/T, two seeds; its continuations: 50 steps at lr 3e-5,
+    AR on the answer only, one AR-only, one keeping long answers' consistency (λ = 30, no 1/T)."""
     cfg = pipeline.PipelineConfig()
     for stage, steps, lr in ((cfg.round1, 1600, 5e-4), (cfg.round2, 800, 3e-4)):
         assert stage == TrainConfig(steps=steps, lr=lr, lam=10.0, adam_eps=1e-4, random_offset=True)
-    assert (cfg.train_prompts, cfg.round1_block, cfg.round2_block) == (4000, 16, 32)
+    assert cfg.round3 == TrainConfig(steps=800, lr=3e-4, lam=30.0, adam_eps=1e-4, random_offset=True,
+                                     undivided_consistency=True)
+    polish = TrainConfig(steps=50, lr=3e-5, adam_eps=1e-4, ar_on_prompt=False)
+    assert cfg.polishes == {"ar": replace(polish, consistency_on=()),
+                            "long": replace(polish, consistency_on=("long",), lam=30.0, undivided_consistency=True,
+                                            random_offset=True)}
+    assert (cfg.train_prompts, cfg.round1_block, cfg.round2_block, cfg.round3_block, cfg.round3_seeds) == (4000, 16, 32, 32, 2)
 
 
 def test_a_training_seed_and_lambda_change_every_training_stage_and_nothing_else():
+    """The seed reaches every stage; λ rounds 1 and 2 only (round 3 and its continuations keep theirs)."""
     cfg = pipeline.PipelineConfig()
-    seeded = pipeline.with_training(cfg, 2, lam=10.0)
-    assert (seeded.round1, seeded.round2) == (replace(cfg.round1, seed=2, lam=10.0), replace(cfg.round2, seed=2, lam=10.0))
-    assert replace(seeded, round1=cfg.round1, round2=cfg.round2) == cfg
+    seeded = pipeline.with_training(cfg, 2, lam=5.0)
+    assert (seeded.round1, seeded.round2) == (replace(cfg.round1, seed=2, lam=5.0), replace(cfg.round2, seed=2, lam=5.0))
+    assert seeded.round3 == replace(cfg.round3, seed=2)
+    assert seeded.polishes == {k: replace(p, seed=2) for k, p in cfg.polishes.items()}
+    assert replace(seeded, round1=cfg.round1, round2=cfg.round2, round3=cfg.round3, polishes=cfg.polishes) == cfg
     assert pipeline.with_training(cfg, 0) == cfg
 
 

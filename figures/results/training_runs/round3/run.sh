@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# A third round from the shipped Jacobi Forcing model: n = 32 trajectories of the shipped model on the
+# A third round from the round-2 Jacobi Forcing model (shipped until the round-3 model below replaced it):
+# n = 32 trajectories of that model on the
 # 4,000 training prompts, then 800 steps (AdamW ε 1e-4, random offset, training seed 0 unless said) in one-thread processes,
 # two at a time, each pair then scored on 300 held-out problems per bucket.
 #   pair 1 (scores.json): without the official 1/T on each example's consistency loss (CLLM's weight per
@@ -18,17 +19,24 @@
 #   then 50 or 200 AR-only steps from that average (scores_polish.json), the 50-step one on 1,200 problems
 #   (scores_1200_polish.json), the same 50 steps from the other pair's average (scores_polish_seeds.json),
 #   50 steps that keep the consistency loss on long answers (scores_polish_keeplong.json, and on 1,200),
-#   the multi-block sweeps of the first and of that one, and the first one's wrong answers beside the shipped model's.
-# Usage: run.sh <work folder>
+#   the multi-block sweeps of the first and of that one, and the first one's wrong answers beside the shipped model's;
+#   then averages of two continuations (scores_polishes_averaged.json): of the AR-only polishes from the two pairs'
+#   averages, of two AR-only polishes of one average (training seeds 0 and 1), an AR-only polish of the four-run
+#   average, and of the AR-only polish and the one keeping long answers' consistency (the model shipped since),
+#   and that last one on 1,200 problems per bucket (scores_1200_polishes_averaged.json); with a third argument,
+#   the average of the round-2 model and its CPU rebuild (scores_round2_rebuild_average.json).
+# Usage: run.sh <work folder> <round-2 model folder> [<its CPU rebuild>]
+#   The round-2 model is the one shipped before the round-3 model: git archive 755a5a3 jacobi_min/checkpoints/jacobi-forcing
+#   | tar -x -C <folder> unpacks it; the rebuild is pipeline-cpu/run.sh's.
 # Each step is skipped when its output exists, so a rerun resumes (training from its snapshot).
 set -euo pipefail
-work="$1"; mkdir -p "$work"
-[ -f "$work/round3.jsonl" ] || python -m jacobi_min collect --model jacobi-forcing --block-size 32 \
+work="$1"; round2="$2"; mkdir -p "$work"
+[ -f "$work/round3.jsonl" ] || python -m jacobi_min collect --model "$round2" --block-size 32 \
     --prompts 4000 --max-new-tokens 400 --workers 2 --out "$work/round3.jsonl" 2> "$work/collect.log"
 export OMP_NUM_THREADS=1
 train() {  # out, lr, λ, seed, further flags
   local resume=(); [ -f "$work/$1.resume.pt" ] && resume=(--resume)
-  [ -f "$work/$1/model.safetensors" ] || python -m jacobi_min train --model jacobi-forcing \
+  [ -f "$work/$1/model.safetensors" ] || python -m jacobi_min train --model "$round2" \
       --trajectories "$work/${TRAJECTORIES:-round3.jsonl}" --lr "$2" --lam "$3" --adam-eps 1e-4 --random-offset --steps 800 \
       --seed "$4" "${@:5}" --out "$work/$1" "${resume[@]}" 2> "$work/train_$1.log"
 }
@@ -58,12 +66,12 @@ score scores_3.json r3-l50 r3-lr3e-4-s1
     --blocks 1 --pool-sizes 0 --out "$work/sweep_r3-lr3e-4-n8.json" 2> "$work/sweep_r3-lr3e-4-n8.log"
 # The fastest third round against the shipped model on 1,200 held-out problems per bucket (the
 # scoreboard's 300, then 900 more): is its accuracy cost larger than the 300 can show?
-[ -f "$work/scores_1200.json" ] || python -m jacobi_min eval --models jacobi-forcing "$work/r3-lr3e-4" \
+[ -f "$work/scores_1200.json" ] || python -m jacobi_min eval --models "$round2" "$work/r3-lr3e-4" \
     --labels shipped r3-lam30-s0 --lengths short medium long --problems 1200 --workers 2 \
     --out "$work/scores_1200.json" 2> "$work/eval_scores_1200.json.log"
 # Weight interpolation between the shipped model and the λ 30, lr 3e-4 third round (keeping half and three
 # quarters of the third round's update): does it keep the speed with the shipped model's answers?
-[ -d "$work/soup-0.75" ] || python "$(dirname "$0")/interpolate.py" jacobi_min/checkpoints/jacobi-forcing \
+[ -d "$work/soup-0.75" ] || python "$(dirname "$0")/interpolate.py" "$round2" \
     "$work/r3-lr3e-4" "$work" 0.5 0.75
 [ -f "$work/scores_interpolated.json" ] || (cd "$work" && python -m jacobi_min eval --models soup-0.5 soup-0.75 \
     --lengths short medium long --problems 300 --workers 2 --out scores_interpolated.json 2> eval_interpolated.log)
@@ -123,7 +131,26 @@ score_1200 scores_1200_polish_keeplong.json polish-keeplong "$work/polish-keeplo
 [ -f "$work/sweep_polish-keeplong.json" ] || python -m jacobi_min sweep --model "$work/polish-keeplong" \
     --out "$work/sweep_polish-keeplong.json" 2> "$work/sweep_polish-keeplong.log"
 # The wrong answers of the shipped model and of the 50-step AR-only polish on the scoreboard's 300 per bucket.
-[ -f "$work/wrong_shipped.json" ] || python "$(dirname "$0")/wrong_answers.py" jacobi-forcing "$work/wrong_shipped.json" &
+[ -f "$work/wrong_shipped.json" ] || python "$(dirname "$0")/wrong_answers.py" "$round2" "$work/wrong_shipped.json" &
 [ -f "$work/wrong_polish-3e-5-50.json" ] || python "$(dirname "$0")/wrong_answers.py" "$work/polish-3e-5-50" \
     "$work/wrong_polish-3e-5-50.json" &
 wait
+# Averages of two continuations of a seed average: do they keep what each one bought?
+polish polish-3e-5-50-s1 seeds-right/soup-0.5 round3-right.jsonl 3e-5 50 "${ar_only[@]}" --seed 1
+polish polish-four-3e-5-50 seeds-four/soup-0.5 round3-right.jsonl 3e-5 50 "${ar_only[@]}"
+average polished-pairs "$work/polish-3e-5-50" "$work/polish-seeds-3e-5-50"
+average polished-seeds "$work/polish-3e-5-50" "$work/polish-3e-5-50-s1"
+average polished-ar-long "$work/polish-3e-5-50" "$work/polish-keeplong"
+[ -f "$work/scores_polishes_averaged.json" ] || python -m jacobi_min eval --models "$work/polished-pairs/soup-0.5" \
+    "$work/polish-3e-5-50-s1" "$work/polished-seeds/soup-0.5" "$work/polish-four-3e-5-50" "$work/polished-ar-long/soup-0.5" \
+    --labels polished-pairs polish-3e-5-50-s1 polished-seeds polish-four-3e-5-50 polished-ar-long \
+    --lengths short medium long --problems 300 --workers 2 --out "$work/scores_polishes_averaged.json" \
+    2> "$work/eval_scores_polishes_averaged.json.log"
+score_1200 scores_1200_polishes_averaged.json polished-ar-long "$work/polished-ar-long/soup-0.5"
+# The round-2 model averaged with its CPU rebuild (two runs of the round-2 recipe): does a seed average help there?
+if [ -n "${3:-}" ]; then
+  average round2-rebuild "$round2" "$3"
+  [ -f "$work/scores_round2_rebuild_average.json" ] || python -m jacobi_min eval --models "$work/round2-rebuild/soup-0.5" \
+      --labels round2-rebuild --lengths short medium long --problems 300 --workers 2 \
+      --out "$work/scores_round2_rebuild_average.json" 2> "$work/eval_scores_round2_rebuild_average.json.log"
+fi
