@@ -23,7 +23,7 @@
 #   then averages of two continuations (scores_polishes_averaged.json): of the AR-only polishes from the two pairs'
 #   averages, of two AR-only polishes of one average (training seeds 0 and 1), an AR-only polish of the four-run
 #   average, and of the AR-only polish and the one keeping long answers' consistency (the model shipped since),
-#   and that last one on 1,200 problems per bucket (scores_1200_polishes_averaged.json); with a third argument,
+#   and that last one on 1,200 problems per bucket (scores_1200_polishes_averaged.json) and its sweep at n = 8; with a third argument,
 #   the average of the round-2 model and its CPU rebuild (scores_round2_rebuild_average.json).
 # Usage: run.sh <work folder> <round-2 model folder> [<its CPU rebuild>]
 #   The round-2 model is the one shipped before the round-3 model: git archive 755a5a3 jacobi_min/checkpoints/jacobi-forcing
@@ -147,6 +147,9 @@ average polished-ar-long "$work/polish-3e-5-50" "$work/polish-keeplong"
     --lengths short medium long --problems 300 --workers 2 --out "$work/scores_polishes_averaged.json" \
     2> "$work/eval_scores_polishes_averaged.json.log"
 score_1200 scores_1200_polishes_averaged.json polished-ar-long "$work/polished-ar-long/soup-0.5"
+# The multi-block sweep at n = 8 of that model (shipped since: its n = 16 and 32 sweep is figures/results/multiblock_sweep.json).
+[ -f "$work/sweep_polished-ar-long-n8.json" ] || python -m jacobi_min sweep --model "$work/polished-ar-long/soup-0.5" \
+    --block-sizes 8 --out "$work/sweep_polished-ar-long-n8.json" 2> "$work/sweep_polished-ar-long-n8.log"
 # The round-2 model averaged with its CPU rebuild (two runs of the round-2 recipe): does a seed average help there?
 if [ -n "${3:-}" ]; then
   average round2-rebuild "$round2" "$3"
