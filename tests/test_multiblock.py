@@ -229,7 +229,8 @@ def test_official_clears_the_pool_when_a_block_is_accepted_whole_and_ours_keeps_
 @pytest.mark.parametrize("official", [False, True])
 def test_a_run_clears_the_pool_per_block_and_freezes_agreeing_tokens_only_when_official(official, monkeypatch):
     """Spies on the two steps `official` changes, on the trained model (whose pseudo blocks live long
-    enough to agree with their context): the pool after a whole-block acceptance, and each pseudo update."""
+    enough to agree with their context) over three whole long answers: the pool after a whole-block
+    acceptance, and each pseudo update."""
     import jacobi_min
     from jacobi_min import multiblock, task
     from jacobi_min.train import prompt_ids
@@ -251,7 +252,7 @@ def test_a_run_clears_the_pool_per_block_and_freezes_agreeing_tokens_only_when_o
     monkeypatch.setattr(multiblock, "update_pseudo", update_spy)
     trained, tokenizer = jacobi_min.load("jacobi-forcing")
     for problem in task.problems("test", 3, seed=0, length="long"):
-        multiblock_decode(trained, prompt_ids(tokenizer, problem), 16, 128, 2, 0.25, 4, official=official)
+        multiblock_decode(trained, prompt_ids(tokenizer, problem), 16, task.MAX_ANSWER_TOKENS, 2, 0.25, 4, official=official)
     whole = [(before, after) for accepted_whole, before, after in pools if accepted_whole]
     assert any(before for before, _ in whole)
     assert all(after == ([] if official else before) for before, after in whole)
