@@ -4,10 +4,10 @@
 # command reads them back and runs round 3 only; then the rebuilt model scored on 300 held-out problems per bucket.
 # Usage: run.sh <pipeline-cpu work folder> <new work folder>
 set -euo pipefail
-old="$1"; work="$2"; mkdir -p "$work/work"
-cp "$old"/work/round1.* "$old"/work/round2.* "$old"/work/train_round1.* "$old"/work/train_round2.* "$work/work/"
+done_stages="$1/work"; work="$2"; stages="$work/work"; mkdir -p "$stages"
+for stage in round1 round2 train_round1 train_round2; do cp "$done_stages/$stage".* "$stages"; done
 echo "start $(date -u +%FT%T)" >> "$work/times.log"
-python -m jacobi_min pipeline --stage jacobi-forcing --work "$work/work" --out "$work/checkpoints"
+python -m jacobi_min pipeline --stage jacobi-forcing --work "$stages" --out "$work/checkpoints"
 echo "end $(date -u +%FT%T)" >> "$work/times.log"
 python -m jacobi_min eval --models "$work/checkpoints/jacobi-forcing" --labels jacobi-forcing-rebuilt \
     --lengths short medium long --problems 300 --workers 2 --out "$work/scores.json"
