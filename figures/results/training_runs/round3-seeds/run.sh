@@ -8,7 +8,7 @@
 # Rule written before any result: the recipe meets the accuracy target for a seed if its model is at most
 # 3 problems (1 point) below the base on every bucket of the scoreboard's 300 (base 297 / 300 / 299).
 # Both seeds' models are scored side by side (scores.json, 300 problems per bucket).
-# Usage: run.sh <work folder> <round-2 model folder> <round-3 right-answer trajectories>
+# Usage: run.sh <work folder> <round-2 model folder> <round-3 right-answer trajectories> [<the shipped model>]
 #   (the round-2 model and trajectories as in ../round3/run.sh: git archive 755a5a3
 #   jacobi_min/checkpoints/jacobi-forcing unpacks the model; ../round3/right_answers.py writes the trajectories)
 # Each step is skipped when its output exists, so a rerun resumes (training from its snapshot).
@@ -47,3 +47,10 @@ score scores.json 300 round3-2/soup-0.5 round3-4/soup-0.5 seed-2 seed-4
 # the shipped model, is ../round3/scores_1200_polishes_averaged.json): is a seed's distance from the base on
 # the 300 larger than the problems' noise?
 score scores_1200.json 1200 base round3-2/soup-0.5 round3-4/soup-0.5 base seed-2 seed-4
+# The three seeds' models averaged (seed 0 is the shipped checkpoint, given as a fourth argument), on the 300 and
+# the 1,200: one point on long answers is what every seed loses there; does an average of three seeds keep it?
+if [ -n "${4:-}" ]; then
+  [ -d "$work/seeds-0-2-4" ] || python "$here/average_seeds.py" "$work/seeds-0-2-4" "$4" "$work/round3-2/soup-0.5" \
+      "$work/round3-4/soup-0.5"
+  score scores_1200_average.json 1200 seeds-0-2-4 seeds-0-2-4
+fi
