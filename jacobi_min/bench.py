@@ -325,13 +325,15 @@ def sweep_block_size(n: int) -> list[dict]:
 
 def sweep(cfg: SweepConfig = SweepConfig(), out: Path | None = SWEEP_OUT) -> list[dict]:
     """TPF and speedup over AR of multi-block + recycling for every (n, K, r, pool), ours and the
-    official variant, on one model and length bucket (one process per block size)."""
+    official variant, on one model and length bucket: one one-thread process per block size, or with
+    `workers` = 1 all of them in this process, on all its threads (the thread count is in `out`)."""
     SHARED["sweep"] = cfg
     rows = [row for part in pmap(sweep_block_size, cfg.block_sizes, cfg.workers, "multi-block sweep") for row in part]
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps({"model": cfg.model, "problems": cfg.problems, "length": cfg.length, "rows": rows},
-                                  indent=1))
+        threads = 1 if cfg.workers > 1 else torch.get_num_threads()
+        out.write_text(json.dumps({"model": cfg.model, "problems": cfg.problems, "length": cfg.length,
+                                   "threads": threads, "rows": rows}, indent=1))
     return rows
 
 
@@ -343,7 +345,8 @@ def bench_command(args) -> None:
 
 def sweep_command(args) -> None:
     cfg = SweepConfig(model=args.model, problems=args.problems, length=args.length, block_sizes=args.block_sizes,
-                      blocks=args.blocks, spawn_ratios=args.spawn_ratios, pool_sizes=args.pool_sizes)
+                      blocks=args.blocks, spawn_ratios=args.spawn_ratios, pool_sizes=args.pool_sizes,
+                      workers=args.workers)
     for row in sweep(cfg, args.out):
         print(row)
 
@@ -393,6 +396,8 @@ def add_commands(commands) -> None:
     p.add_argument("--blocks", type=at_least(1), nargs="+", default=SweepConfig().blocks, help="K")
     p.add_argument("--spawn-ratios", type=probability, nargs="+", default=SweepConfig().spawn_ratios, help="r")
     p.add_argument("--pool-sizes", type=at_least(0), nargs="+", default=SweepConfig().pool_sizes)
+    p.add_argument("--workers", type=at_least(1), default=SweepConfig.workers,
+                   help="CPU processes of one thread each, one block size each; 1: this process, on all its threads")
     p.add_argument("--out", type=Path, default=SWEEP_OUT)
     p.set_defaults(run=sweep_command)
 

@@ -1,7 +1,9 @@
 """The benchmark runs end to end in a tiny configuration; figures rebuild from results files."""
 import json
+from dataclasses import replace
 
 import pytest
+import torch
 
 import jacobi_min
 from jacobi_min import bench, figures, task
@@ -188,6 +190,8 @@ def test_real_model_summaries_label_reports_with_other_prompt_counts():
 
 
 def test_multiblock_sweep_tiny(tmp_path):
+    """One-thread processes, one per block size; with workers = 1, in this process on its threads: the same TPF."""
+    threads = torch.get_num_threads()
     cfg = bench.SweepConfig(problems=2, length="short", block_sizes=[4, 8], blocks=[1, 2], spawn_ratios=[0.85],
                             pool_sizes=[0, 4])
     rows = bench.sweep(cfg, tmp_path / "sweep.json")
@@ -195,7 +199,15 @@ def test_multiblock_sweep_tiny(tmp_path):
     assert [(r["block_size"], r["blocks"], r["pool_size"], r["official"]) for r in rows] == [
         (n, *s) for n in (4, 8) for s in settings]
     assert all(r["tpf"] >= 1.0 and r["speedup"] > 0 for r in rows)
-    assert json.loads((tmp_path / "sweep.json").read_text())["rows"] == rows
+    saved = json.loads((tmp_path / "sweep.json").read_text())
+    assert (saved["rows"], saved["threads"]) == (rows, 1)
+    torch.set_num_threads(2)
+    try:
+        in_process = bench.sweep(replace(cfg, block_sizes=[4], workers=1), tmp_path / "sweep1.json")
+    finally:
+        torch.set_num_threads(threads)
+    assert [r["tpf"] for r in in_process] == [r["tpf"] for r in rows if r["block_size"] == 4]
+    assert json.loads((tmp_path / "sweep1.json").read_text())["threads"] == 2
 
 
 def test_cost_model_command(tmp_path):

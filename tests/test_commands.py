@@ -96,10 +96,11 @@ def test_bench_and_sweep_build_their_configs_from_the_arguments(monkeypatch, tmp
     main(["sweep", "--model", "base", "--problems", "3", "--length", "medium", "--out", str(tmp_path / "s.json")])
     (cfg, out), _ = sweeps[0]
     assert (cfg, out) == (bench.SweepConfig(model="base", problems=3, length="medium"), tmp_path / "s.json")
-    main(["sweep", "--block-sizes", "16", "--blocks", "1", "2", "--spawn-ratios", "0.25", "--pool-sizes", "0", "4"])
+    main(["sweep", "--block-sizes", "16", "--blocks", "1", "2", "--spawn-ratios", "0.25", "--pool-sizes", "0", "4",
+          "--workers", "1"])
     (cfg, out), _ = sweeps[1]
-    assert (cfg, out) == (bench.SweepConfig(block_sizes=[16], blocks=[1, 2], spawn_ratios=[0.25], pool_sizes=[0, 4]),
-                          bench.SWEEP_OUT)
+    assert (cfg, out) == (bench.SweepConfig(block_sizes=[16], blocks=[1, 2], spawn_ratios=[0.25], pool_sizes=[0, 4],
+                                            workers=1), bench.SWEEP_OUT)
     assert capsys.readouterr().out.splitlines() == ["table", "{'row': 1}", "{'row': 1}"]
 
 
