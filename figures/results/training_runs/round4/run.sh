@@ -51,3 +51,6 @@ score scores.json 300 seeds/soup-0.5 round4/soup-0.5 seed-average round-4
     "$work/halfway" 0.5
 score scores_halfway.json 300 halfway/soup-0.5 halfway
 score scores_1200.json 1200 round4/soup-0.5 round-4
+# Then what the round-4 model gets wrong on the 300 (beside ../round3/wrong_shipped.json, the shipped model's).
+[ -f "$work/wrong_round4.json" ] || python "$here/../round3/wrong_answers.py" "$work/round4/soup-0.5" \
+    "$work/wrong_round4.json" 2> "$work/wrong_round4.log"
