@@ -54,3 +54,9 @@ score scores_1200.json 1200 round4/soup-0.5 round-4
 # Then what the round-4 model gets wrong on the 300 (beside ../round3/wrong_shipped.json, the shipped model's).
 [ -f "$work/wrong_round4.json" ] || python "$here/../round3/wrong_answers.py" "$work/round4/soup-0.5" \
     "$work/wrong_round4.json" 2> "$work/wrong_round4.log"
+# Then the wall-clock setting of ../wallclock-300 (n = 16, K = 2, r = 0.25, no pool, ours and official; one thread,
+# AR interleaved per problem, all 300 long answers, alone on the machine) on the round-4 model: does its TPF buy
+# the 2.0x that the shipped model misses? Reported whatever it is.
+[ -f "$work/sweep_n16_k2_300.json" ] || (cd "$work" && python -m jacobi_min sweep --model round4/soup-0.5 \
+    --problems 300 --length long --block-sizes 16 --blocks 2 --spawn-ratios 0.25 --pool-sizes 0 \
+    --out sweep_n16_k2_300.json 2> sweep.log)
