@@ -60,3 +60,12 @@ score scores_1200.json 1200 round4/soup-0.5 round-4
 [ -f "$work/sweep_n16_k2_300.json" ] || (cd "$work" && python -m jacobi_min sweep --model round4/soup-0.5 \
     --problems 300 --length long --block-sizes 16 --blocks 2 --spawn-ratios 0.25 --pool-sizes 0 \
     --out sweep_n16_k2_300.json 2> sweep.log)
+# Then: is the long answers' loss their own consistency loss? The same two runs with long answers trained on the
+# AR loss alone (--consistency-on short medium: their examples get no noisy blocks), averaged, against the runs'
+# average above (296 / 298 / 293 at 2.84 / 3.80 / 3.63; scores_no_long_consistency.json). Written before the
+# run: if it keeps at least the shipped model's 299 long answers less 1 (298) the loss is local to them.
+train r4-sm-s0 "$start" 0 3e-4 800 --lam 30 --undivided-consistency --random-offset --consistency-on short medium &
+train r4-sm-s1 "$start" 1 3e-4 800 --lam 30 --undivided-consistency --random-offset --consistency-on short medium &
+wait
+average seeds-sm "$work/r4-sm-s0" "$work/r4-sm-s1"
+score scores_no_long_consistency.json 300 seeds-sm/soup-0.5 seed-average-no-long-consistency
