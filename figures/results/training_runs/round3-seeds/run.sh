@@ -15,14 +15,7 @@
 set -euo pipefail
 work="$1"; round2="$2"; traj="$3"; here="$(dirname "$0")"; mkdir -p "$work"
 export OMP_NUM_THREADS=1
-train() {  # out, start model, seed, lr, steps, further flags
-  local resume=(); [ -f "$work/$1.resume.pt" ] && resume=(--resume)
-  [ -f "$work/$1/model.safetensors" ] || python -m jacobi_min train --model "$2" --trajectories "$traj" \
-      --seed "$3" --lr "$4" --steps "$5" --adam-eps 1e-4 "${@:6}" --out "$work/$1" "${resume[@]}" 2> "$work/train_$1.log"
-}
-average() {  # folder, start, end: θ = (θ_start + θ_end) / 2 in folder/soup-0.5
-  [ -d "$work/$1/soup-0.5" ] || python "$here/../round3/interpolate.py" "$2" "$3" "$work/$1" 0.5
-}
+source "$here/../steps.sh"  # train, average, score
 round3() {  # training seed s: runs s and s + 1, their average, its two continuations, their average
   local s="$1"
   train "r3-s$s" "$round2" "$s" 3e-4 800 --lam 30 --undivided-consistency --random-offset &
@@ -37,11 +30,6 @@ round3() {  # training seed s: runs s and s + 1, their average, its two continua
 }
 round3 2
 round3 4
-score() {  # out file, problems per bucket, models (in the work folder, or embedded names) and their labels
-  local n=$(( ($# - 2) / 2 ))
-  [ -f "$work/$1" ] || (cd "$work" && python -m jacobi_min eval --models "${@:3:n}" --labels "${@:3+n}" \
-      --lengths short medium long --problems "$2" --workers 2 --out "$1" 2> "eval_$1.log")
-}
 score scores.json 300 round3-2/soup-0.5 round3-4/soup-0.5 seed-2 seed-4
 # The base and both seeds on 1,200 held-out problems per bucket (the scoreboard's 300, then 900 more; seed 0,
 # the shipped model, is ../round3/scores_1200_polishes_averaged.json): is a seed's distance from the base on

@@ -20,14 +20,7 @@ work="$1"; start="$2"; here="$(dirname "$0")"; mkdir -p "$work"
     "$work/round4-right.jsonl" > "$work/right_answers.log"
 export OMP_NUM_THREADS=1
 traj="$work/round4-right.jsonl"
-train() {  # out, start model, seed, lr, steps, further flags
-  local resume=(); [ -f "$work/$1.resume.pt" ] && resume=(--resume)
-  [ -f "$work/$1/model.safetensors" ] || python -m jacobi_min train --model "$2" --trajectories "$traj" \
-      --seed "$3" --lr "$4" --steps "$5" --adam-eps 1e-4 "${@:6}" --out "$work/$1" "${resume[@]}" 2> "$work/train_$1.log"
-}
-average() {  # folder, start, end: θ = (θ_start + θ_end) / 2 in folder/soup-0.5
-  [ -d "$work/$1/soup-0.5" ] || python "$here/../round3/interpolate.py" "$2" "$3" "$work/$1" 0.5
-}
+source "$here/../steps.sh"  # train, average, score
 train r4-s0 "$start" 0 3e-4 800 --lam 30 --undivided-consistency --random-offset &
 train r4-s1 "$start" 1 3e-4 800 --lam 30 --undivided-consistency --random-offset &
 wait
@@ -37,11 +30,6 @@ train polish-long "$work/seeds/soup-0.5" 0 3e-5 50 --answer-only-ar --consistenc
     --lam 30 --undivided-consistency --random-offset &
 wait
 average round4 "$work/polish-ar" "$work/polish-long"
-score() {  # out file, problems per bucket, models (in the work folder, or embedded names) and their labels
-  local n=$(( ($# - 2) / 2 ))
-  [ -f "$work/$1" ] || (cd "$work" && python -m jacobi_min eval --models "${@:3:n}" --labels "${@:3+n}" \
-      --lengths short medium long --problems "$2" --workers 2 --out "$1" 2> "eval_$1.log")
-}
 score scores.json 300 seeds/soup-0.5 round4/soup-0.5 seed-average round-4
 # Added after the scores above (296 / 297 / 293 at 2.76 / 3.71 / 3.45 against the shipped model's 297 / 298 / 299
 # at 2.58 / 3.42 / 3.01): halfway from the shipped model to the round-4 model (θ = ½(θ_shipped + θ_round4)),

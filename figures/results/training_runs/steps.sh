@@ -1,0 +1,16 @@
+# Steps shared by the training-run scripts (round3-seeds/run.sh, round4/run.sh), sourced after they set
+# work (the work folder) and traj (the trajectories). Each step is skipped when its output exists, so a
+# rerun resumes (training from its snapshot).
+train() {  # out, start model, seed, lr, steps, further flags
+  local resume=(); [ -f "$work/$1.resume.pt" ] && resume=(--resume)
+  [ -f "$work/$1/model.safetensors" ] || python -m jacobi_min train --model "$2" --trajectories "$traj" \
+      --seed "$3" --lr "$4" --steps "$5" --adam-eps 1e-4 "${@:6}" --out "$work/$1" "${resume[@]}" 2> "$work/train_$1.log"
+}
+average() {  # folder, start, end: θ = (θ_start + θ_end) / 2 in folder/soup-0.5
+  [ -d "$work/$1/soup-0.5" ] || python "$(dirname "${BASH_SOURCE[0]}")/round3/interpolate.py" "$2" "$3" "$work/$1" 0.5
+}
+score() {  # out file, problems per bucket, models (in the work folder, or embedded names) and their labels
+  local n=$(( ($# - 2) / 2 ))
+  [ -f "$work/$1" ] || (cd "$work" && python -m jacobi_min eval --models "${@:3:n}" --labels "${@:3+n}" \
+      --lengths short medium long --problems "$2" --workers 2 --out "$1" 2> "eval_$1.log")
+}
