@@ -10,8 +10,13 @@ out="$1"; mkdir -p "$out"
 [ -f "$out/sweep_n16_k2_300.json" ] || python -m jacobi_min sweep --problems 300 --length long --block-sizes 16 \
     --blocks 2 --spawn-ratios 0.25 --pool-sizes 0 --out "$out/sweep_n16_k2_300.json" 2> "$out/sweep.log"
 # Added after that run: the run above used one thread, so one of the machine's 2 cores sat idle. One forward of
-# k new tokens on 2 threads costs L(32)/L(1) = 2.18 against 2.41 on one (`cost-model`, the shipped model, 200
-# tokens of context): the wider forward gains more from the second core than AR's one-token forward does.
+# k new tokens on 2 threads costs L(32)/L(1) = 2.18 against 2.41 on one (the shipped model, 200 tokens of
+# context, cost_model_<threads>.json): the wider forward gains more from the second core than AR's one-token one.
+for t in 1 2; do
+  name="cost_model_$([ "$t" = 1 ] && echo 1thread || echo 2threads).json"
+  [ -f "$out/$name" ] || OMP_NUM_THREADS=$t python -m jacobi_min cost-model --model jacobi-forcing \
+      --ks 1 8 16 24 32 48 --context 200 --out "$out/$name"
+done
 # The same setting, variants and problems in one process on both cores' threads (AR on 2 threads too), alone
 # on the machine. Written before the run: reported whatever it is, beside the one-thread number.
 [ -f "$out/sweep_n16_k2_300_2threads.json" ] || python -m jacobi_min sweep --problems 300 --length long \
