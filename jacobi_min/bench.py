@@ -118,6 +118,11 @@ def sync() -> None:
         torch.cuda.synchronize()
 
 
+def timed_threads(workers: int) -> int:
+    """Threads each timed run gets: `pmap` gives each of several workers one, or runs in this process on its own."""
+    return 1 if workers > 1 else torch.get_num_threads()
+
+
 def timed(fn, *args):
     sync()
     start = time.perf_counter()
@@ -226,14 +231,14 @@ def run(cfg: BenchConfig = BenchConfig(), out: Path | None = BENCHMARK_OUT) -> d
     SHARED["bench"] = cfg
     workers = cfg.workers if cfg.device == "cpu" else 1
     raw = pmap(run_bucket, cfg.lengths, workers, "length buckets")
-    torch.set_num_threads(1 if workers > 1 else torch.get_num_threads())  # L(k) on the timed runs' threads
+    torch.set_num_threads(timed_threads(workers))  # L(k) on the timed runs' threads
     latency = cost_model(load("base", cfg.device, getattr(torch, cfg.dtype))[0], cfg.cost_ks, cfg.cost_context)
     buckets = {}
     for length, bucket in zip(cfg.lengths, raw):
         ar = bucket["rows"][0]
         buckets[length] = {"problems": cfg.problems, "answer_tokens": bucket["answer_tokens"],
                            "methods": [summarise(r, ar, latency, cfg.cost_ks) for r in bucket["rows"]]}
-    results = {"meta": meta(cfg, threads=1 if workers > 1 else torch.get_num_threads()), "buckets": buckets,
+    results = {"meta": meta(cfg, threads=timed_threads(workers)), "buckets": buckets,
                "cost_model": {"k": cfg.cost_ks, "latency_s": latency, "context": cfg.cost_context}}
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -331,9 +336,8 @@ def sweep(cfg: SweepConfig = SweepConfig(), out: Path | None = SWEEP_OUT) -> lis
     rows = [row for part in pmap(sweep_block_size, cfg.block_sizes, cfg.workers, "multi-block sweep") for row in part]
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
-        threads = 1 if cfg.workers > 1 else torch.get_num_threads()
         out.write_text(json.dumps({"model": cfg.model, "problems": cfg.problems, "length": cfg.length,
-                                   "threads": threads, "rows": rows}, indent=1))
+                                   "threads": timed_threads(cfg.workers), "rows": rows}, indent=1))
     return rows
 
 

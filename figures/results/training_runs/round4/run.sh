@@ -35,8 +35,7 @@ score scores.json 300 seeds/soup-0.5 round4/soup-0.5 seed-average round-4
 # at 2.58 / 3.42 / 3.01): halfway from the shipped model to the round-4 model (θ = ½(θ_shipped + θ_round4)),
 # on the 300 (scores_halfway.json); then the round-4 model on 1,200 problems per bucket (scores_1200.json; the
 # shipped model's are ../round3/scores_1200_polishes_averaged.json). The rule above holds for the halfway model.
-[ -d "$work/halfway/soup-0.5" ] || python "$here/../round3/interpolate.py" "$start" "$work/round4/soup-0.5" \
-    "$work/halfway" 0.5
+average halfway "$start" "$work/round4/soup-0.5"
 score scores_halfway.json 300 halfway/soup-0.5 halfway
 score scores_1200.json 1200 round4/soup-0.5 round-4
 # Then what the round-4 model gets wrong on the 300 (beside ../round3/wrong_shipped.json, the shipped model's).

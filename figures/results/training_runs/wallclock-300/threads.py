@@ -9,11 +9,11 @@ on each problem in turn). Writes the total seconds of each decoder; run.sh calls
 """
 import json
 import sys
-import time
 
 import torch
 
 from jacobi_min import task
+from jacobi_min.bench import timed
 from jacobi_min.jacobi import greedy_decode
 from jacobi_min.model import load
 from jacobi_min.multiblock import multiblock_decode
@@ -22,16 +22,16 @@ threads, count, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 torch.set_num_threads(threads)
 model, tokenizer = load("jacobi-forcing")
 prompts = [tokenizer(p.prompt)["input_ids"] for p in task.problems("test", count + 1, length="long")]
+setting = {"block_size": 16, "max_new_tokens": task.MAX_ANSWER_TOKENS, "blocks": 2, "spawn_ratio": 0.25, "pool_size": 0}
 decoders = {"AR": lambda ids: greedy_decode(model, ids, task.MAX_ANSWER_TOKENS),
-            "ours": lambda ids: multiblock_decode(model, ids, 16, task.MAX_ANSWER_TOKENS, 2, 0.25, 0),
-            "official": lambda ids: multiblock_decode(model, ids, 16, task.MAX_ANSWER_TOKENS, 2, 0.25, 0, official=True)}
+            "ours": lambda ids: multiblock_decode(model, ids, **setting),
+            "official": lambda ids: multiblock_decode(model, ids, **setting, official=True)}
+for decode in decoders.values():
+    decode(prompts[0])  # warm-up
 seconds = dict.fromkeys(decoders, 0.0)
-for i, ids in enumerate(prompts):
+for ids in prompts[1:]:
     for name, decode in decoders.items():
-        start = time.perf_counter()
-        decode(ids)
-        if i > 0:  # prompt 0 warms up
-            seconds[name] += time.perf_counter() - start
+        seconds[name] += timed(decode, ids)[1]
 print(threads, {k: round(v, 2) for k, v in seconds.items()})
 with open(out, "w") as f:
     json.dump({"threads": threads, "problems": count, "seconds": seconds}, f, indent=1)
