@@ -203,10 +203,13 @@ def test_multiblock_sweep_tiny(tmp_path):
     assert (saved["rows"], saved["threads"]) == (rows, 1)
     torch.set_num_threads(2)
     try:
-        in_process = bench.sweep(replace(cfg, block_sizes=[4], workers=1), tmp_path / "sweep1.json")
+        in_process = bench.sweep(replace(cfg, block_sizes=[4], blocks=[2], pool_sizes=[4], workers=1),
+                                 tmp_path / "sweep1.json")
     finally:
         torch.set_num_threads(threads)
-    assert [r["tpf"] for r in in_process] == [r["tpf"] for r in rows if r["block_size"] == 4]
+    assert [r["tpf"] for r in in_process] == [
+        r["tpf"] for r in rows if (r["block_size"], r["blocks"], r["pool_size"]) == (4, 2, 4)]
+    assert len(in_process) == 2  # ours and the official variant
     assert json.loads((tmp_path / "sweep1.json").read_text())["threads"] == 2
 
 
