@@ -321,6 +321,32 @@ def multiblock_bars(ax, sweeps: dict[str, dict]) -> None:
     ax.set_ylim(0, 1.3 * ax.get_ylim()[1])
 
 
+def long_answer_positions(margins: dict, corrections: dict):
+    """Long answers by kind of position (`round4/margins.py`, `round4/corrections.py`). Left: how many
+    positions of each kind a model, teacher-forced on the reference, would leave it (margin < 0), per
+    model. Right: the share of each kind's positions that a greedy Jacobi forward had to correct (the
+    draft had them wrong), per model."""
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.6))
+    kinds = list(next(iter(margins["models"].values()))["kinds"])
+    colors = dict(zip(margins["models"], plt.cm.tab10.colors))  # one colour per model in both panels
+    panels = [(margins["models"], lambda kind: kind["below_0"], f"positions where the model leaves the reference\n(teacher-forced, "
+                                          f"{margins['problems']:,} held-out long answers)"),
+              (corrections["models"], lambda kind: 100 * kind["rate"], f"% of positions a Jacobi forward corrected\n"
+                                                                     f"(n = {corrections['block_size']}, {corrections['problems']} long answers)")]
+    for ax, (models, height, ylabel) in zip(axes, panels):
+        width = 0.8 / len(models)
+        for i, (label, m) in enumerate(models.items()):
+            at = [x + (i - (len(models) - 1) / 2) * width for x in range(len(kinds))]
+            heights = [height(m["kinds"][k]) for k in kinds]
+            ax.bar(at, heights, width, color=colors[label], label=label if ax is axes[0] else None)
+            for x, y in zip(at, heights):
+                ax.annotate(f"{y:.0f}", (x, y), ha="center", va="bottom", fontsize=6)
+        ax.set_xticks(range(len(kinds)), [k.replace(" ", "\n") for k in kinds])
+        ax.set_ylabel(ylabel, fontsize=9)
+    fig.legend(loc="upper center", ncol=len(colors), fontsize=8, bbox_to_anchor=(0.5, 1.06))
+    return fig
+
+
 def control_curves(data: dict):
     """Held-out accuracy (the in-loop mixed problems) against training step, one panel per group of arms."""
     from .controls import ARMS, PANELS
@@ -493,6 +519,11 @@ def jobs(results_dir: Path, checkpoints: Path) -> dict[str, tuple[list[Path], ob
         read = lambda path: json.loads(path.read_text())
         out["frontier_why.png"] = ([runs, *arms, *sweeps.values()], lambda: frontier_why(
             read(runs), [read(path) for path in arms], {label: read(path) for label, path in sweeps.items()}))
+    round4 = results_dir / "training_runs" / "round4"
+    positions = [round4 / "margins_1200.json", round4 / "corrections_300.json"]
+    if all(path.exists() for path in positions):
+        out["long_answer_positions.png"] = (positions, lambda: long_answer_positions(
+            *(json.loads(path.read_text()) for path in positions)))
     controls = results_dir / "controls.json"
     if controls.exists():
         data = lambda: json.loads(controls.read_text())

@@ -94,6 +94,12 @@ def test_figures_rebuild_from_results_only(tiny_results, tmp_path):
             for k in (1, 2) for pool in (0, 4) for official in (False, True)]
     for key in figures.WHY_SWEEPS:
         (why / f"sweep_{key}.json").write_text(json.dumps({"problems": 3, "length": "long", "rows": rows}))
+    round4 = tiny_results.parent / "training_runs" / "round4"
+    round4.mkdir(parents=True)
+    kinds = {k: {"positions": 10, "below_0": 1, "rate": 0.5} for k in ("stop", "result", "word")}
+    (round4 / "margins_1200.json").write_text(json.dumps({"problems": 4, "models": {"base": {"kinds": kinds}}}))
+    (round4 / "corrections_300.json").write_text(json.dumps({"problems": 2, "block_size": 16,
+                                                             "models": {"base": {"kinds": kinds}}}))
     from jacobi_min.controls import ARMS
     curve = [{"step": s, "accuracy": 0.9 - s / 1000, "tpf": 1 + s / 400} for s in (0, 50, 100, 200, 400)]
     arms = {name: {"log": curve, "scores": score(1.5 + i / 10), "config": {"lam": 10.0}} for i, name in enumerate(ARMS)}
@@ -112,7 +118,7 @@ def test_figures_rebuild_from_results_only(tiny_results, tmp_path):
     assert names == {"speedup_vs_answer_length.png", "tpf_vs_answer_length.png", "accuracy_vs_speedup.png",
                      "acceptance_histogram.png", "cost_model.png", "noise_schedule_ablation.png", "training_curves.png",
                      "real_qwen.png", "qwen_jacobi_forcing.png", "training_runs.png", "controls.png", "frontier.png",
-                     "frontier_why.png"}
+                     "frontier_why.png", "long_answer_positions.png"}
     for p in written:
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000
     assert figures.stale(tiny_results.parent, out, logs) == []
