@@ -329,10 +329,10 @@ def long_answer_positions(margins: dict, corrections: dict):
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.6))
     kinds = list(next(iter(margins["models"].values()))["kinds"])
     colors = dict(zip(margins["models"], plt.cm.tab10.colors))  # one colour per model in both panels
-    panels = [(margins["models"], lambda kind: kind["below_0"], f"positions where the model leaves the reference\n(teacher-forced, "
-                                          f"{margins['problems']:,} held-out long answers)"),
-              (corrections["models"], lambda kind: 100 * kind["rate"], f"% of positions a Jacobi forward corrected\n"
-                                                                     f"(n = {corrections['block_size']}, {corrections['problems']} long answers)")]
+    left = f"positions where the model leaves the reference\n(teacher-forced, {margins['problems']:,} held-out long answers)"
+    right = f"% of positions a Jacobi forward corrected\n(n = {corrections['block_size']}, {corrections['problems']} long answers)"
+    panels = [(margins["models"], lambda kind: kind["below_0"], left),
+              (corrections["models"], lambda kind: 100 * kind["rate"], right)]
     for ax, (models, height, ylabel) in zip(axes, panels):
         width = 0.8 / len(models)
         for i, (label, m) in enumerate(models.items()):
