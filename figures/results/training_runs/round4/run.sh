@@ -92,3 +92,12 @@ train polish-long-n16 "$work/seeds-n16/soup-0.5" 0 3e-5 50 --answer-only-ar --co
 wait
 average round4-n16 "$work/polish-ar-n16" "$work/polish-long-n16"
 score scores_n16.json 300 seeds-n16/soup-0.5 round4-n16/soup-0.5 seed-average-n16 round-4-n16
+# Added after scores_n16.json (runs' average 297 / 298 / 295 at 2.93 / 3.88 / 3.65, the n = 16 round-4 model
+# 298 / 298 / 296 at 2.87 / 3.77 / 3.46: not a candidate, 296 < 299 long answers): is its lead over the n = 32
+# round (296 / 297 / 293) more than the 300's noise? The n = 16 round-4 model on 1,200 per bucket
+# (scores_1200_n16.json, beside scores_1200.json); written before the run: n = 16 keeps long answers better if it
+# gets at least 8 more of them right than the n = 32 round-4 model's 1,172. And both n = 16 models' count errors
+# (margins_1200_n16.json, beside margins_1200.json).
+score scores_1200_n16.json 1200 round4-n16/soup-0.5 round-4-n16
+[ -f "$work/margins_1200_n16.json" ] || (cd "$work" && python "$here/margins.py" margins_1200_n16.json 1200 \
+    seeds-n16/soup-0.5=round-4-n16-runs-averaged round4-n16/soup-0.5=round-4-n16 > margins_n16.log 2>&1)
