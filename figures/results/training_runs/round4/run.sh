@@ -101,3 +101,9 @@ score scores_n16.json 300 seeds-n16/soup-0.5 round4-n16/soup-0.5 seed-average-n1
 score scores_1200_n16.json 1200 round4-n16/soup-0.5 round-4-n16
 [ -f "$work/margins_1200_n16.json" ] || (cd "$work" && python "$here/margins.py" margins_1200_n16.json 1200 \
     seeds-n16/soup-0.5=round-4-n16-runs-averaged round4-n16/soup-0.5=round-4-n16 > margins_n16.log 2>&1)
+# Then the wall-clock setting on the n = 16 round-4 model, as for the n = 32 one above (alone on the machine;
+# sweep_n16_k2_300_n16.json): does a model with the shipped model's long answers on 1,200 reach 2.0x? Reported
+# whatever it is.
+[ -f "$work/sweep_n16_k2_300_n16.json" ] || (cd "$work" && python -m jacobi_min sweep --model round4-n16/soup-0.5 \
+    --problems 300 --length long --block-sizes 16 --blocks 2 --spawn-ratios 0.25 --pool-sizes 0 \
+    --out sweep_n16_k2_300_n16.json 2> sweep_n16.log)
