@@ -28,8 +28,8 @@ from margins import KINDS, kinds
 def corrected(result) -> list[int]:
     """Output positions of the tokens that a forward committed as corrections (draft rejected)."""
     ends = list(accumulate(result.accepted, initial=1))  # out[0] is the prefill's token
-    return [ends[i + 1] - 1 for i, (kept, fed) in enumerate(zip(result.accepted, result.fed)) if kept < fed
-            and ends[i + 1] < len(result.tokens)]
+    return [end - 1 for end, kept, fed in zip(ends[1:], result.accepted, result.fed)
+            if kept < fed and end < len(result.tokens)]  # the last forward ends the answer (EOS or budget)
 
 
 def main() -> None:

@@ -68,6 +68,7 @@ def margins(model, tokenizer, problem) -> tuple[list[float], list[str]]:
 
 
 def summary(values: list[float]) -> dict:
+    """Positions, mean margin, and how many margins are below 0 (greedy leaves the reference) and below 2."""
     v = torch.tensor(values)
     return {"positions": len(values), "mean": round(v.mean().item(), 3), "below_0": int((v < 0).sum()),
             "below_2": int((v < 2).sum())}

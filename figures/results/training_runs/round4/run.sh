@@ -56,7 +56,7 @@ train r4-sm-s1 "$start" 1 3e-4 800 --lam 30 --undivided-consistency --random-off
 wait
 average seeds-sm "$work/r4-sm-s0" "$work/r4-sm-s1"
 score scores_no_long_consistency.json 300 seeds-sm/soup-0.5 seed-average-no-long-consistency
-# Then the same question on 1,200 long answers (scores_1200_long_consistency.json): the two runs' averages, with
+# Then the same question on 1,200 problems per bucket (scores_1200_long_consistency.json): the two runs' averages, with
 # and without long answers' consistency. Written before the run: the long answers' loss is their own consistency
 # loss if the average without it gets at least 8 more long answers right of 1,200 (8: the round-4 model's gap to
 # the shipped model there, about two standard deviations of a count near 98.5 %).
