@@ -14,22 +14,30 @@
 # Each step is skipped when its output exists, so a rerun resumes (training from its snapshot).
 set -euo pipefail
 work="$1"; start="$2"; here="$(cd "$(dirname "$0")" && pwd)"; mkdir -p "$work"
-[ -f "$work/round4.jsonl" ] || python -m jacobi_min collect --model "$start" --block-size 32 \
-    --prompts 4000 --max-new-tokens 400 --workers 2 --out "$work/round4.jsonl" 2> "$work/collect.log"
-[ -f "$work/round4-right.jsonl" ] || python "$here/../round3/right_answers.py" "$work/round4.jsonl" \
-    "$work/round4-right.jsonl" > "$work/right_answers.log"
-export OMP_NUM_THREADS=1
-traj="$work/round4-right.jsonl"
 source "$here/../steps.sh"  # train, average, score
-train r4-s0 "$start" 0 3e-4 800 --lam 30 --undivided-consistency --random-offset &
-train r4-s1 "$start" 1 3e-4 800 --lam 30 --undivided-consistency --random-offset &
-wait
-average seeds "$work/r4-s0" "$work/r4-s1"
-train polish-ar "$work/seeds/soup-0.5" 0 3e-5 50 --ar-only --answer-only-ar &
-train polish-long "$work/seeds/soup-0.5" 0 3e-5 50 --answer-only-ar --consistency-on long \
-    --lam 30 --undivided-consistency --random-offset &
-wait
-average round4 "$work/polish-ar" "$work/polish-long"
+round4() {  # trajectories' block size, suffix of every output ("" for n = 32): the steps above, in order
+  local n="$1" s="$2"
+  [ -f "$work/round4$s.jsonl" ] || python -m jacobi_min collect --model "$start" --block-size "$n" \
+      --prompts 4000 --max-new-tokens 400 --workers 2 --out "$work/round4$s.jsonl" 2> "$work/collect$s.log"
+  [ -f "$work/round4$s-right.jsonl" ] || python "$here/../round3/right_answers.py" "$work/round4$s.jsonl" \
+      "$work/round4$s-right.jsonl" > "$work/right_answers$s.log"
+  traj="$work/round4$s-right.jsonl"
+  train "r4${s#-}-s0" "$start" 0 3e-4 800 --lam 30 --undivided-consistency --random-offset &
+  train "r4${s#-}-s1" "$start" 1 3e-4 800 --lam 30 --undivided-consistency --random-offset &
+  wait
+  average "seeds$s" "$work/r4${s#-}-s0" "$work/r4${s#-}-s1"
+  train "polish-ar$s" "$work/seeds$s/soup-0.5" 0 3e-5 50 --ar-only --answer-only-ar &
+  train "polish-long$s" "$work/seeds$s/soup-0.5" 0 3e-5 50 --answer-only-ar --consistency-on long \
+      --lam 30 --undivided-consistency --random-offset &
+  wait
+  average "round4$s" "$work/polish-ar$s" "$work/polish-long$s"
+}
+wallclock() {  # model, out file, log: the wall-clock setting of ../wallclock-300, alone on the machine
+  [ -f "$work/$2" ] || (cd "$work" && python -m jacobi_min sweep --model "$1" --problems 300 --length long \
+      --block-sizes 16 --blocks 2 --spawn-ratios 0.25 --pool-sizes 0 --out "$2" 2> "$3")
+}
+export OMP_NUM_THREADS=1
+round4 32 ""
 score scores.json 300 seeds/soup-0.5 round4/soup-0.5 seed-average round-4
 # Added after the scores above (296 / 297 / 293 at 2.76 / 3.71 / 3.45 against the shipped model's 297 / 298 / 299
 # at 2.58 / 3.42 / 3.01): halfway from the shipped model to the round-4 model (θ = ½(θ_shipped + θ_round4)),
@@ -44,9 +52,7 @@ score scores_1200.json 1200 round4/soup-0.5 round-4
 # Then the wall-clock setting of ../wallclock-300 (n = 16, K = 2, r = 0.25, no pool, ours and official; one thread,
 # AR interleaved per problem, all 300 long answers, alone on the machine) on the round-4 model: does its TPF buy
 # the 2.0x that the shipped model misses? Reported whatever it is.
-[ -f "$work/sweep_n16_k2_300.json" ] || (cd "$work" && python -m jacobi_min sweep --model round4/soup-0.5 \
-    --problems 300 --length long --block-sizes 16 --blocks 2 --spawn-ratios 0.25 --pool-sizes 0 \
-    --out sweep_n16_k2_300.json 2> sweep.log)
+wallclock round4/soup-0.5 sweep_n16_k2_300.json sweep.log
 # Then: is the long answers' loss their own consistency loss? The same two runs with long answers trained on the
 # AR loss alone (--consistency-on short medium: their examples get no noisy blocks), averaged, against the runs'
 # average above (296 / 298 / 293 at 2.84 / 3.80 / 3.63; scores_no_long_consistency.json). Written before the
@@ -77,20 +83,7 @@ models=(base=base jacobi-forcing=shipped seeds/soup-0.5=round-4-runs-averaged
 # tokens with its count hidden; at 16 less often. Rule written before the run, as the first one: the n = 16
 # round-4 model is a candidate only with as many problems right or more and a higher TPF than the shipped model on
 # every bucket of the 300 (scores_n16.json), then at most 6 fewer on every bucket of 1,200.
-[ -f "$work/round4-n16.jsonl" ] || python -m jacobi_min collect --model "$start" --block-size 16 \
-    --prompts 4000 --max-new-tokens 400 --workers 2 --out "$work/round4-n16.jsonl" 2> "$work/collect-n16.log"
-[ -f "$work/round4-n16-right.jsonl" ] || python "$here/../round3/right_answers.py" "$work/round4-n16.jsonl" \
-    "$work/round4-n16-right.jsonl" > "$work/right_answers-n16.log"
-traj="$work/round4-n16-right.jsonl"
-train r4n16-s0 "$start" 0 3e-4 800 --lam 30 --undivided-consistency --random-offset &
-train r4n16-s1 "$start" 1 3e-4 800 --lam 30 --undivided-consistency --random-offset &
-wait
-average seeds-n16 "$work/r4n16-s0" "$work/r4n16-s1"
-train polish-ar-n16 "$work/seeds-n16/soup-0.5" 0 3e-5 50 --ar-only --answer-only-ar &
-train polish-long-n16 "$work/seeds-n16/soup-0.5" 0 3e-5 50 --answer-only-ar --consistency-on long \
-    --lam 30 --undivided-consistency --random-offset &
-wait
-average round4-n16 "$work/polish-ar-n16" "$work/polish-long-n16"
+round4 16 -n16
 score scores_n16.json 300 seeds-n16/soup-0.5 round4-n16/soup-0.5 seed-average-n16 round-4-n16
 # Added after scores_n16.json (runs' average 297 / 298 / 295 at 2.93 / 3.88 / 3.65, the n = 16 round-4 model
 # 298 / 298 / 296 at 2.87 / 3.77 / 3.46: not a candidate, 296 < 299 long answers): is its lead over the n = 32
@@ -104,6 +97,4 @@ score scores_1200_n16.json 1200 round4-n16/soup-0.5 round-4-n16
 # Then the wall-clock setting on the n = 16 round-4 model, as for the n = 32 one above (alone on the machine;
 # sweep_n16_k2_300_n16.json): does a model with the shipped model's long answers on 1,200 reach 2.0x? Reported
 # whatever it is.
-[ -f "$work/sweep_n16_k2_300_n16.json" ] || (cd "$work" && python -m jacobi_min sweep --model round4-n16/soup-0.5 \
-    --problems 300 --length long --block-sizes 16 --blocks 2 --spawn-ratios 0.25 --pool-sizes 0 \
-    --out sweep_n16_k2_300_n16.json 2> sweep_n16.log)
+wallclock round4-n16/soup-0.5 sweep_n16_k2_300_n16.json sweep_n16.log
