@@ -27,6 +27,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import numpy as np
 import torch
 import transformers
 from tqdm import tqdm
@@ -158,11 +159,12 @@ def cost_model(model, ks: list[int], context: int = 160, repeats: int = 30, warm
 
 
 def predicted_speedup(fed: list[int], tokens: int, latency: list[float], ks: list[int]) -> float:
-    """(tokens · L(1)) / Σ_f L(fed_f), with L beyond the measured range extrapolated linearly."""
-    table = dict(zip(ks, latency))
+    """(tokens · L(1)) / Σ_f L(fed_f) for measured L(k), ks ascending from 1: L interpolated linearly between
+    the measured k, and extrapolated beyond the largest at the mean slope of the measured range."""
+    fed = np.asarray(fed, dtype=float)
     slope = (latency[-1] - latency[0]) / max(1, ks[-1] - ks[0])
-    cost = lambda k: table.get(k, latency[-1] + slope * (k - ks[-1]))
-    return tokens * table[1] / sum(cost(k) for k in fed)
+    cost = np.interp(fed, ks, latency) + slope * np.maximum(fed - ks[-1], 0)
+    return tokens * latency[0] / float(cost.sum())
 
 
 def summarise(row: dict, ar: dict, latency, ks) -> dict:

@@ -256,6 +256,12 @@ def test_predicted_speedup_by_hand_with_extrapolation():
     assert bench.predicted_speedup([1] * 5, 5, latency, ks) == pytest.approx(1.0)  # AR: one token a forward
 
 
+def test_predicted_speedup_interpolates_between_measured_k():
+    """L(1) = 1, L(2) = 1.5, L(4) = 2 ms: L(3) lies halfway between L(2) and L(4), 1.75.
+    Forwards fed 3 and 3 tokens for 6 tokens: speedup = 6 · L(1) / (1.75 + 1.75) = 6 / 3.5."""
+    assert bench.predicted_speedup([3, 3], 6, [1.0, 1.5, 2.0], [1, 2, 4]) == pytest.approx(6 / 3.5)
+
+
 def test_summarise_by_hand():
     """Two chunks (tokens, seconds without prefill, seconds with): the method's tokens/s over AR's, per chunk."""
     ar = {"chunks": [[10, 1.0, 2.0], [10, 2.0, 3.0]]}

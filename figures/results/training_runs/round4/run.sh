@@ -14,7 +14,7 @@
 # Each step is skipped when its output exists, so a rerun resumes (training from its snapshot).
 set -euo pipefail
 work="$1"; start="$2"; here="$(cd "$(dirname "$0")" && pwd)"; mkdir -p "$work"
-source "$here/../steps.sh"  # train, average, score
+source "$here/../steps.sh"  # train, average, score, wallclock
 round4() {  # trajectories' block size, suffix of every output ("" for n = 32): the steps above, in order
   local n="$1" s="$2"
   [ -f "$work/round4$s.jsonl" ] || python -m jacobi_min collect --model "$start" --block-size "$n" \
@@ -31,10 +31,6 @@ round4() {  # trajectories' block size, suffix of every output ("" for n = 32): 
       --lam 30 --undivided-consistency --random-offset &
   wait
   average "round4$s" "$work/polish-ar$s" "$work/polish-long$s"
-}
-wallclock() {  # model, out file, log: the wall-clock setting of ../wallclock-300, alone on the machine
-  [ -f "$work/$2" ] || (cd "$work" && python -m jacobi_min sweep --model "$1" --problems 300 --length long \
-      --block-sizes 16 --blocks 2 --spawn-ratios 0.25 --pool-sizes 0 --out "$2" 2> "$3")
 }
 export OMP_NUM_THREADS=1
 round4 32 ""

@@ -7,16 +7,16 @@
 # reported whatever they are; the claim "the gap between machines is the cost of a wide forward" holds if each
 # machine's measured speedup is TPF / (mean L(n_eff) / L(1)) within the same margin (the earlier one measured
 # 86-99 % of that prediction).
-# Usage: run.sh <out folder>
+# Usage: run.sh <work folder>
 set -euo pipefail
-out="$1"; mkdir -p "$out"
+work="$1"; here="$(cd "$(dirname "$0")" && pwd)"; mkdir -p "$work"
+source "$here/../steps.sh"  # wallclock
 export OMP_NUM_THREADS=1
-[ -f "$out/cost_model_1thread.json" ] || python -m jacobi_min cost-model --model jacobi-forcing \
-    --ks 1 8 16 24 32 48 --context 200 --out "$out/cost_model_1thread.json"
-[ -f "$out/sweep_n16_k2_300.json" ] || python -m jacobi_min sweep --problems 300 --length long --block-sizes 16 \
-    --blocks 2 --spawn-ratios 0.25 --pool-sizes 0 --out "$out/sweep_n16_k2_300.json" 2> "$out/sweep.log"
+[ -f "$work/cost_model_1thread.json" ] || python -m jacobi_min cost-model --model jacobi-forcing \
+    --ks 1 8 16 24 32 48 --context 200 --out "$work/cost_model_1thread.json"
+wallclock jacobi-forcing sweep_n16_k2_300.json sweep.log
 # Then the cost model's prediction for each machine, from the forwards of the same 300 answers (predict.py, written
 # and its forwards counted before the sweep; they depend on no timing). Results: 2.07x ours, 2.06x official; this
 # machine's L(16)/L(1) = 1.98, L(32)/L(1) = 2.36; predicted 2.04x here and 2.16x with ../wallclock-300's cost model.
-python "$(dirname "$0")/predict.py" "$out/predicted.json" "$out/cost_model_1thread.json" \
-    "$(dirname "$0")/../wallclock-300/cost_model_1thread.json"
+python "$here/predict.py" "$work/predicted.json" "second machine=$work/cost_model_1thread.json" \
+    "first machine=$here/../wallclock-300/cost_model_1thread.json"
