@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The wall-clock target ("the best Jacobi Forcing method at its best n in {8, 16, 32} >= 2.0x over AR on long
+# answers") with the setting chosen by the cost model instead of by a timed sweep. Why: three one-thread timings of
+# the shipped model's setting (n = 16, K = 2, r = 0.25, no pool) read 1.86x / 1.94x / 2.07x, and the 30-answer
+# sweep that chose it cannot tell settings 0.27x apart; the forwards a setting feeds are deterministic, so the cost
+# model ranks settings without timing noise (measured speedups have been 86-101 % of its prediction).
+# Written before any result: 1. this machine's L(k), one thread; 2. every setting of choose.py on held-out long
+# answers 301-360 (not the scoreboard's); 3. the setting with the highest prediction, both variants, timed against
+# AR on the scoreboard's 300 long answers (one thread, interleaved per problem, alone), beside the shipped setting
+# in the same process. Reported whatever they read; the target is met if the chosen variant's one run reads >= 2.0x.
+# Usage: run.sh <work folder>
+set -euo pipefail
+work="$1"; here="$(cd "$(dirname "$0")" && pwd)"; mkdir -p "$work"
+export OMP_NUM_THREADS=1
+[ -f "$work/cost_model_1thread.json" ] || python -m jacobi_min cost-model --model jacobi-forcing \
+    --ks 1 8 16 24 32 48 64 96 128 --context 200 --out "$work/cost_model_1thread.json"
+[ -f "$work/choose.json" ] || python "$here/choose.py" "$work/choose.json" "$work/cost_model_1thread.json" 2> "$work/choose.log"
+# 3. Added after step 2 (its top rows: n = 8, K = 3, r = 0.1 ours 2.18x predicted at 4.12 TPF; the shipped setting
+# n = 16, K = 2, r = 0.25 ours 2.11x, 4th): the top setting, both variants, then the shipped setting, each timed by
+# `sweep` in one one-thread process on the scoreboard's 300 long answers, one after the other, alone.
+read -r n k r < <(python -c "import json, sys; row = json.load(open(sys.argv[1]))['rows'][0]
+print(row['block_size'], row['blocks'], row['spawn_ratio'])" "$work/choose.json")
+timed() {  # n, K, r, out file
+  [ -f "$work/$4" ] || (cd "$work" && python -m jacobi_min sweep --model jacobi-forcing --problems 300 --length long \
+      --block-sizes "$1" --blocks "$2" --spawn-ratios "$3" --pool-sizes 0 --workers 1 --out "$4" 2> "${4%.json}.log")
+}
+timed "$n" "$k" "$r" sweep_chosen_300.json
+timed 16 2 0.25 sweep_shipped_300.json
+# Results: n = 8, K = 3, r = 0.1: 2.09x ours (4.11 TPF), 2.04x official; the shipped setting 2.08x ours (4.29 TPF),
+# 2.08x official. The target is met in this one run for both settings; the predicted 3 % gain of the chosen one is
+# not measurable (+0.5 % ours, -2 % official).
