@@ -24,7 +24,7 @@ SCOREBOARD = 300
 
 def settings() -> list[tuple]:
     """(n, K, r, official): plain Jacobi (K = 1) and K = 2-4 blocks with early to late spawning; no pool
-    (its extra rows cost more than they save on a CPU: ../../../../docs/results.md, the multi-block sweep)."""
+    (its extra rows cost more than they save on a CPU: docs/results.md, the multi-block sweep)."""
     plain = [(n, 1, 1.0, False) for n in (8, 16, 32)]
     multi = list(itertools.product((8, 16, 32), (2, 3, 4), (0.1, 0.25, 0.5), (False, True)))
     return plain + multi

@@ -17,7 +17,8 @@ export OMP_NUM_THREADS=1
 [ -f "$work/choose.json" ] || python "$here/choose.py" "$work/choose.json" "$work/cost_model_1thread.json" 2> "$work/choose.log"
 # 3. Added after step 2 (its top rows: n = 8, K = 3, r = 0.1 ours 2.18x predicted at 4.12 TPF; the shipped setting
 # n = 16, K = 2, r = 0.25 ours 2.11x, 4th): the top setting, both variants, then the shipped setting, each timed by
-# `sweep` in one one-thread process on the scoreboard's 300 long answers, one after the other, alone.
+# `sweep` in one one-thread process on the scoreboard's 300 long answers, one after the other, alone (not in one
+# process as planned above: `sweep` crosses the settings it is given, so each setting gets its own run).
 read -r n k r < <(python -c "import json, sys; row = json.load(open(sys.argv[1]))['rows'][0]
 print(row['block_size'], row['blocks'], row['spawn_ratio'])" "$work/choose.json")
 timed() {  # n, K, r, out file
