@@ -1,4 +1,4 @@
-# Steps shared by the training-run scripts (round3-seeds/run.sh, round4/run.sh, wallclock-second-machine/run.sh),
+# Steps shared by the training-run scripts (round3-seeds/run.sh, round4/run.sh, wallclock-*/run.sh),
 # sourced after they set work (the work folder) and, to train, traj (the trajectories). Each step is skipped when its output exists, so a
 # rerun resumes (training from its snapshot).
 train() {  # out, start model, seed, lr, steps, further flags
@@ -14,7 +14,8 @@ score() {  # out file, problems per bucket, models (in the work folder, or embed
   [ -f "$work/$1" ] || (cd "$work" && python -m jacobi_min eval --models "${@:3:n}" --labels "${@:3+n}" \
       --lengths short medium long --problems "$2" --workers 2 --out "$1" 2> "eval_$1.log")
 }
-wallclock() {  # model, out file, log: the wall-clock setting of wallclock-300 (n = 16, K = 2, r = 0.25, no pool)
+wallclock() {  # model, out file, log[, n, K, r]: one multi-block setting, no pool, both variants, timed against AR on
+  # the 300 long answers (default: the wall-clock setting of wallclock-300, n = 16, K = 2, r = 0.25)
   [ -f "$work/$2" ] || (cd "$work" && python -m jacobi_min sweep --model "$1" --problems 300 --length long \
-      --block-sizes 16 --blocks 2 --spawn-ratios 0.25 --pool-sizes 0 --out "$2" 2> "$3")
+      --block-sizes "${4:-16}" --blocks "${5:-2}" --spawn-ratios "${6:-0.25}" --pool-sizes 0 --out "$2" 2> "$3")
 }

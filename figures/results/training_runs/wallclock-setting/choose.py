@@ -4,14 +4,18 @@ setting without timing noise:
     predicted = Σ tokens · L(1) / Σ_f L(fed_f)        (`bench.predicted_speedup`, this machine's L(k))
 
 Greedy decoding is deterministic, so what each forward feeds depends only on the setting; the answers are held-out
-long answers 301-360, after the scoreboard's 300 (the setting is chosen on them, then timed on the 300).
+long answers 301-360, after the scoreboard's 300 (the setting is chosen on them, then timed on the 300). OUT keeps
+each setting's count of forwards per fed size, so a later call with OUT in place only adds predictions for other
+cost models; rows are ranked by the first cost model given.
 
-Usage: python choose.py OUT.json COST_MODEL.json [ANSWERS]
+Usage: python choose.py OUT.json LABEL=COST_MODEL.json ...   (LABEL without '='; files as `cost-model` writes them)
 """
 import itertools
 import json
+import os
 import sys
-from pathlib import Path
+
+import numpy as np
 
 from jacobi_min import task
 from jacobi_min.bench import predicted_speedup
@@ -31,30 +35,41 @@ def settings() -> list[tuple]:
 
 
 def forwards(setting: tuple) -> dict:
+    """One setting's tokens committed and {fed size: forwards} over the answers in SHARED."""
     n, k, r, official = setting
     model, prompts = SHARED["model"], SHARED["prompts"]
     results = [multiblock_decode(model, ids, n, task.MAX_ANSWER_TOKENS, k, r, 0, official=official) for ids in prompts]
-    fed = [f for result in results for f in result.fed]
+    sizes, counts = np.unique([f for result in results for f in result.fed], return_counts=True)
     return {"block_size": n, "blocks": k, "spawn_ratio": r, "official": official,
-            "tokens": sum(sum(result.accepted) for result in results), "fed": fed}
+            "tokens": sum(sum(result.accepted) for result in results),
+            "fed": {int(size): int(count) for size, count in zip(sizes, counts)}}
 
 
-def main(out: str, cost_file: str, answers: int = 60) -> None:
+def decoded(answers: int = 60) -> dict:
     model, tokenizer = load("jacobi-forcing")
     problems = task.problems("test", SCOREBOARD + answers, length="long")[SCOREBOARD:]
     SHARED.update(model=model, prompts=[tokenizer(p.prompt)["input_ids"] for p in problems])
-    cost = json.load(open(cost_file))
-    rows = pmap(forwards, settings(), workers=2, desc="settings")
-    for row in rows:
-        fed = row.pop("fed")
-        row.update(forwards=len(fed), tpf=row["tokens"] / len(fed), mean_fed=sum(fed) / len(fed),
-                   predicted=predicted_speedup(fed, row["tokens"], cost["latency_s"], cost["k"]))
-    rows.sort(key=lambda row: -row["predicted"])
-    json.dump({"answers": f"held-out long answers {SCOREBOARD + 1}-{SCOREBOARD + answers}",
-               "cost_model": Path(cost_file).name, "rows": rows}, open(out, "w"), indent=1)
-    for row in rows[:10]:
-        print({k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()})
+    return {"answers": f"held-out long answers {SCOREBOARD + 1}-{SCOREBOARD + answers}",
+            "rows": pmap(forwards, settings(), workers=2, desc="settings")}
+
+
+def predict(row: dict, cost: dict) -> float:
+    fed = [int(size) for size, count in row["fed"].items() for _ in range(count)]
+    return predicted_speedup(fed, row["tokens"], cost["latency_s"], cost["k"])
+
+
+def main(out: str, cost_files: dict[str, str]) -> None:
+    result = json.load(open(out)) if os.path.exists(out) else decoded()
+    for row in result["rows"]:
+        row.update(forwards=sum(row["fed"].values()), tpf=row["tokens"] / sum(row["fed"].values()))
+        row.setdefault("predicted", {}).update({label: predict(row, json.load(open(path)))
+                                                for label, path in cost_files.items()})
+    first = next(iter(result["rows"][0]["predicted"]))
+    result["rows"].sort(key=lambda row: -row["predicted"][first])
+    json.dump(result, open(out, "w"), indent=1)
+    for row in result["rows"][:10]:
+        print({key: value for key, value in row.items() if key != "fed"})
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], *map(int, sys.argv[3:]))
+    main(sys.argv[1], dict(arg.split("=", 1) for arg in sys.argv[2:]))
