@@ -60,10 +60,10 @@ def predict(row: dict, cost: dict) -> float:
 
 def main(out: str, cost_files: dict[str, str]) -> None:
     result = json.load(open(out)) if os.path.exists(out) else decoded()
+    costs = {label: json.load(open(path)) for label, path in cost_files.items()}
     for row in result["rows"]:
         row.update(forwards=sum(row["fed"].values()), tpf=row["tokens"] / sum(row["fed"].values()))
-        row.setdefault("predicted", {}).update({label: predict(row, json.load(open(path)))
-                                                for label, path in cost_files.items()})
+        row.setdefault("predicted", {}).update({label: predict(row, cost) for label, cost in costs.items()})
     first = next(iter(result["rows"][0]["predicted"]))
     result["rows"].sort(key=lambda row: -row["predicted"][first])
     json.dump(result, open(out, "w"), indent=1)
