@@ -10,10 +10,9 @@
 # Usage: run.sh <work folder>
 set -euo pipefail
 work="$1"; here="$(cd "$(dirname "$0")" && pwd)"; mkdir -p "$work"
-source "$here/../steps.sh"  # wallclock
+source "$here/../steps.sh"  # cost_model, wallclock
 export OMP_NUM_THREADS=1
-[ -f "$work/cost_model_1thread.json" ] || python -m jacobi_min cost-model --model jacobi-forcing \
-    --ks 1 8 16 24 32 48 --context 200 --out "$work/cost_model_1thread.json"
+cost_model cost_model_1thread.json 1 8 16 24 32 48
 wallclock jacobi-forcing sweep_n16_k2_300.json sweep.log
 # Then the cost model's prediction for each machine, from the forwards of the same 300 answers (predict.py, written
 # and its forwards counted before the sweep; they depend on no timing). Results: 2.07x ours, 2.06x official; this
