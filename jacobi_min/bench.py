@@ -21,6 +21,7 @@ decoder (every method reproduces its model's greedy output).
 Commands: `bench`, `sweep`, `eval` (held-out scores of any models) and `cost-model`.
 """
 import json
+import os
 import platform
 import statistics
 import time
@@ -122,6 +123,26 @@ def sync() -> None:
 def timed_threads(workers: int) -> int:
     """Threads each timed run gets: `pmap` gives each of several workers one, or runs in this process on its own."""
     return 1 if workers > 1 else torch.get_num_threads()
+
+
+def machine() -> dict:
+    """What a timing depends on beyond the code: the CPU (as /proc/cpuinfo names it, with its family /
+    model / stepping, since a virtual machine may report a generic name), its core count, the vector
+    instructions torch dispatches to, and the library versions."""
+    info = cpuinfo()
+    return {"cpu": info.get("model name") or platform.processor() or platform.machine(),
+            "cpu_id": "/".join(info.get(k, "?") for k in ("cpu family", "model", "stepping")),
+            "cache": info.get("cache size", "?"), "cpus": os.cpu_count(),
+            "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "python": platform.python_version(), "torch": torch.__version__, "transformers": transformers.__version__}
+
+
+def cpuinfo(path: Path = Path("/proc/cpuinfo")) -> dict:
+    """The first processor's `key: value` lines of /proc/cpuinfo; empty where there is no such file."""
+    if not path.exists():
+        return {}
+    first = path.read_text().split("\n\n")[0]
+    return {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in first.splitlines())}
 
 
 def timed(fn, *args):
@@ -250,9 +271,7 @@ def run(cfg: BenchConfig = BenchConfig(), out: Path | None = BENCHMARK_OUT) -> d
 
 def meta(cfg: BenchConfig, threads: int) -> dict:
     return {"config": asdict(cfg), "device": cfg.device, "dtype": cfg.dtype, "threads": threads,
-            "processor": platform.processor() or platform.machine(), "python": platform.python_version(),
-            "torch": torch.__version__, "transformers": transformers.__version__,
-            "date": time.strftime("%Y-%m-%d"),
+            "machine": machine(), "date": time.strftime("%Y-%m-%d"),
             "prefill": "speedup excludes it (timed separately and subtracted); speedup_with_prefill includes it"}
 
 
@@ -339,7 +358,8 @@ def sweep(cfg: SweepConfig = SweepConfig(), out: Path | None = SWEEP_OUT) -> lis
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps({"model": cfg.model, "problems": cfg.problems, "length": cfg.length,
-                                   "threads": timed_threads(cfg.workers), "rows": rows}, indent=1))
+                                   "threads": timed_threads(cfg.workers), "machine": machine(), "rows": rows},
+                                  indent=1))
     return rows
 
 
@@ -377,7 +397,8 @@ def eval_command(args) -> None:
 def cost_model_command(args, model, tokenizer) -> None:
     latency = cost_model(model, args.ks, context=args.context)
     costs = {"k": args.ks, "latency_s": latency, "context": args.context,
-             "meta": {"model": args.model, "dtype": str(model.dtype), "threads": torch.get_num_threads()}}
+             "meta": {"model": args.model, "dtype": str(model.dtype), "threads": torch.get_num_threads(),
+                      "machine": machine()}}
     args.out.write_text(json.dumps(costs, indent=1))
     print({k: f"L(k)/L(1) = {t / latency[0]:.2f}" for k, t in zip(args.ks, latency)})
 

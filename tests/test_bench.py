@@ -1,5 +1,6 @@
 """The benchmark runs end to end in a tiny configuration; figures rebuild from results files."""
 import json
+import os
 from dataclasses import replace
 
 import pytest
@@ -24,7 +25,8 @@ def tiny_results(tmp_path_factory):
 def test_results_file_schema(tiny_results):
     results = json.loads(tiny_results.read_text())
     assert set(results) == {"meta", "buckets", "cost_model"}
-    assert {"device", "dtype", "threads", "torch", "transformers", "prefill"} <= set(results["meta"])
+    assert {"device", "dtype", "threads", "machine", "prefill"} <= set(results["meta"])
+    assert results["meta"]["machine"] == bench.machine()
     assert list(results["buckets"]) == list(task.BUCKETS)
     assert len(results["cost_model"]["k"]) == len(results["cost_model"]["latency_s"]) == 6
     for length, bucket in results["buckets"].items():
@@ -206,7 +208,7 @@ def test_multiblock_sweep_tiny(tmp_path):
         (n, *s) for n in (4, 8) for s in settings]
     assert all(r["tpf"] >= 1.0 and r["speedup"] > 0 for r in rows)
     saved = json.loads((tmp_path / "sweep.json").read_text())
-    assert (saved["rows"], saved["threads"]) == (rows, 1)
+    assert (saved["rows"], saved["threads"], saved["machine"]) == (rows, 1, bench.machine())
     torch.set_num_threads(2)
     try:
         in_process = bench.sweep(replace(cfg, block_sizes=[4], blocks=[2], pool_sizes=[4], workers=1),
@@ -219,12 +221,25 @@ def test_multiblock_sweep_tiny(tmp_path):
     assert json.loads((tmp_path / "sweep1.json").read_text())["threads"] == 2
 
 
+def test_machine_reads_the_first_processor_of_cpuinfo(tmp_path):
+    """Two processors in the file: the first one's fields, values stripped, a colon inside a value kept."""
+    path = tmp_path / "cpuinfo"
+    path.write_text("processor\t: 0\nmodel name\t: Test CPU: v2 @ 2.0GHz\ncpu family\t: 6\nmodel\t\t: 207\n"
+                    "\nprocessor\t: 1\nmodel name\t: Other CPU\n")
+    assert bench.cpuinfo(path) == {"processor": "0", "model name": "Test CPU: v2 @ 2.0GHz", "cpu family": "6",
+                                   "model": "207"}
+    assert bench.cpuinfo(tmp_path / "absent") == {}
+    info = bench.machine()
+    assert info["cpus"] == os.cpu_count() and info["torch"] == torch.__version__ and info["cpu"]
+
+
 def test_cost_model_command(tmp_path):
     from jacobi_min.__main__ import main
     out = tmp_path / "costs.json"
     main(["cost-model", "--model", "base", "--ks", "1", "2", "8", "--context", "4", "--out", str(out)])
     costs = json.loads(out.read_text())
     assert costs["k"] == [1, 2, 8] and costs["context"] == 4 and costs["meta"]["model"] == "base"
+    assert costs["meta"]["machine"] == bench.machine()
     assert len(costs["latency_s"]) == 3 and all(t > 0 for t in costs["latency_s"])
 
 
