@@ -1,4 +1,4 @@
-# Steps shared by the training-run scripts (round3-seeds/run.sh, round4/run.sh, wallclock-*/run.sh), sourced
+# Steps shared by the training-run scripts (round3-seeds/run.sh, round4/run.sh, round5/run.sh, wallclock-*/run.sh), sourced
 # after they set work (the work folder) and, to train, traj (the trajectories). Each step is skipped when its
 # output exists, so a rerun resumes (training from its snapshot).
 train() {  # out, start model, seed, lr, steps, further flags
@@ -23,4 +23,24 @@ cost_model() {  # out file, k...: the shipped model's L(k), one forward of k new
   # on OMP_NUM_THREADS threads
   [ -f "$work/$1" ] || python -m jacobi_min cost-model --model jacobi-forcing --ks "${@:2}" --context 200 \
       --out "$work/$1"
+}
+jf_round() {  # start model, trajectories' block size, the round's model, its runs' prefix, suffix of the other
+  # outputs: round 3's steps from the start model on its right-answer trajectories of the 4,000 training prompts:
+  # two 800-step runs (lr 3e-4, λ 30, no 1/T, random offset), their average, its two 50-step continuations (AR only
+  # on the answers; long answers' consistency kept), their average
+  local start="$1" n="$2" name="$3" runs="$4" s="$5"
+  [ -f "$work/$name.jsonl" ] || python -m jacobi_min collect --model "$start" --block-size "$n" \
+      --prompts 4000 --max-new-tokens 400 --workers 2 --out "$work/$name.jsonl" 2> "$work/collect$s.log"
+  [ -f "$work/$name-right.jsonl" ] || python "$(dirname "${BASH_SOURCE[0]}")/round3/right_answers.py" \
+      "$work/$name.jsonl" "$work/$name-right.jsonl" > "$work/right_answers$s.log"
+  traj="$work/$name-right.jsonl"
+  train "$runs-s0" "$start" 0 3e-4 800 --lam 30 --undivided-consistency --random-offset &
+  train "$runs-s1" "$start" 1 3e-4 800 --lam 30 --undivided-consistency --random-offset &
+  wait
+  average "seeds$s" "$work/$runs-s0" "$work/$runs-s1"
+  train "polish-ar$s" "$work/seeds$s/soup-0.5" 0 3e-5 50 --ar-only --answer-only-ar &
+  train "polish-long$s" "$work/seeds$s/soup-0.5" 0 3e-5 50 --answer-only-ar --consistency-on long \
+      --lam 30 --undivided-consistency --random-offset &
+  wait
+  average "$name" "$work/polish-ar$s" "$work/polish-long$s"
 }

@@ -14,23 +14,9 @@
 # Each step is skipped when its output exists, so a rerun resumes (training from its snapshot).
 set -euo pipefail
 work="$1"; start="$2"; here="$(cd "$(dirname "$0")" && pwd)"; mkdir -p "$work"
-source "$here/../steps.sh"  # train, average, score, wallclock
+source "$here/../steps.sh"  # jf_round (train, average), score, wallclock
 round4() {  # trajectories' block size, suffix of every output ("" for n = 32): the steps above, in order
-  local n="$1" s="$2"
-  [ -f "$work/round4$s.jsonl" ] || python -m jacobi_min collect --model "$start" --block-size "$n" \
-      --prompts 4000 --max-new-tokens 400 --workers 2 --out "$work/round4$s.jsonl" 2> "$work/collect$s.log"
-  [ -f "$work/round4$s-right.jsonl" ] || python "$here/../round3/right_answers.py" "$work/round4$s.jsonl" \
-      "$work/round4$s-right.jsonl" > "$work/right_answers$s.log"
-  traj="$work/round4$s-right.jsonl"
-  train "r4${s#-}-s0" "$start" 0 3e-4 800 --lam 30 --undivided-consistency --random-offset &
-  train "r4${s#-}-s1" "$start" 1 3e-4 800 --lam 30 --undivided-consistency --random-offset &
-  wait
-  average "seeds$s" "$work/r4${s#-}-s0" "$work/r4${s#-}-s1"
-  train "polish-ar$s" "$work/seeds$s/soup-0.5" 0 3e-5 50 --ar-only --answer-only-ar &
-  train "polish-long$s" "$work/seeds$s/soup-0.5" 0 3e-5 50 --answer-only-ar --consistency-on long \
-      --lam 30 --undivided-consistency --random-offset &
-  wait
-  average "round4$s" "$work/polish-ar$s" "$work/polish-long$s"
+  jf_round "$start" "$1" "round4$2" "r4${2#-}" "$2"
 }
 export OMP_NUM_THREADS=1
 round4 32 ""
