@@ -27,6 +27,7 @@ def test_results_file_schema(tiny_results):
     assert set(results) == {"meta", "buckets", "cost_model"}
     assert {"device", "dtype", "threads", "machine", "prefill"} <= set(results["meta"])
     assert results["meta"]["machine"] == bench.machine()
+    assert {"torch", "transformers"} <= set(results["meta"]["machine"])
     assert list(results["buckets"]) == list(task.BUCKETS)
     assert len(results["cost_model"]["k"]) == len(results["cost_model"]["latency_s"]) == 6
     for length, bucket in results["buckets"].items():

@@ -1,6 +1,6 @@
-# Steps shared by the training-run scripts (round3-seeds/run.sh, round4/run.sh, round5/run.sh, wallclock-*/run.sh), sourced
-# after they set work (the work folder) and, to train, traj (the trajectories). Each step is skipped when its
-# output exists, so a rerun resumes (training from its snapshot).
+# Steps shared by the training-run scripts (round3-seeds/run.sh, round4/run.sh, round5/run.sh,
+# wallclock-*/run.sh), sourced after they set work (the work folder) and, to train, traj (the trajectories). Each
+# step is skipped when its output exists, so a rerun resumes (training from its snapshot).
 train() {  # out, start model, seed, lr, steps, further flags
   local resume=(); [ -f "$work/$1.resume.pt" ] && resume=(--resume)
   [ -f "$work/$1/model.safetensors" ] || python -m jacobi_min train --model "$2" --trajectories "$traj" \
