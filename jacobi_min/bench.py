@@ -384,12 +384,13 @@ def eval_command(args) -> None:
         raise ValueError(f"--labels names {len(labels)} models, --models {len(args.models)}")
     if len(set(labels)) != len(labels):
         raise ValueError(f"each model needs a label of its own, got {labels}")
-    table = scores(args.models, args.lengths, args.problems, args.block_size, args.workers, device=args.device)
+    table = scores(args.models, args.lengths, args.problems, args.block_size, args.workers, seed=args.seed,
+                   device=args.device)
     for label, row in zip(labels, table):
         for length, s in row.items():
             print(f"{label}  {length:6s}  accuracy {s['accuracy']:.1%}  TPF {s['tpf']:.2f}  repetition {s['repetition']:.3f}")
     if args.out:
-        args.out.write_text(json.dumps({"problems": args.problems, "block_size": args.block_size,
+        args.out.write_text(json.dumps({"problems": args.problems, "seed": args.seed, "block_size": args.block_size,
                                         "models": dict(zip(labels, args.models)),
                                         "scores": dict(zip(labels, table))}, indent=1))
 
@@ -437,6 +438,8 @@ def add_commands(commands) -> None:
                    help="length buckets (mix: all three, drawn together)")
     p.add_argument("--block-size", type=at_least(1), default=16)
     p.add_argument("--workers", type=at_least(1), default=2, help="CPU processes (one thread each)")
+    p.add_argument("--seed", type=at_least(0), default=0,
+                   help="which held-out problems (0: the scoreboard's; docs/results.md names the test seed)")
     p.add_argument("--labels", nargs="+", help="names the models are recorded under (default: --models)")
     p.add_argument("--out", type=Path, help="JSON file for the scores")
     p.set_defaults(run=eval_command)
