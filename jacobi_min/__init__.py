@@ -1,8 +1,8 @@
 """jacobi-min: a minimal, tested reference implementation of Jacobi Forcing."""
-from .jacobi import BlockTrajectory, DecodeResult, greedy_decode, jacobi_decode
-from .multiblock import MultiBlockResult, multiblock_decode
 from .generate import jacobi_generate
+from .jacobi import BlockTrajectory, DecodeResult, greedy_decode, jacobi_decode
 from .model import load
+from .multiblock import MultiBlockResult, multiblock_decode
 from .sampling import Pick, sampler
 
 __all__ = ["BlockTrajectory", "DecodeResult", "MultiBlockResult", "Pick", "greedy_decode", "jacobi_decode",

@@ -1,44 +1,4 @@
-"""jacobi-min commands: `python -m jacobi_min <command> --help` for each one's arguments."""
-import argparse
-import sys
+"""`python -m jacobi_min <command>`: the commands live in `jacobi_min/tools/commands.py`."""
+from .tools.commands import main
 
-from . import bench, controls, demo, exactness, figures, generate, pipeline, recipe, tiny, train
-
-# Each module registers its own commands (arguments beside the code they configure), in this order:
-OWNERS = (
-    demo,        # demo, animate: the embedded models at work
-    generate,    # generate: decode your own prompt
-    tiny,        # train-base: the embedded base model
-    pipeline,    # collect, pipeline: trajectories, and every model in one command
-    train,       # train: one training run on trajectories
-    bench,       # bench, sweep, eval, cost-model: the measurements
-    controls,    # controls: which part of the recipe costs accuracy
-    recipe,      # recipe: Jacobi Forcing on the real Qwen
-    exactness,   # exactness: every decoder against generate on real prompts
-    figures,     # figures: every PNG from the results files
-)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """Every command and its arguments; the epilog lists every command's usage."""
-    parser = argparse.ArgumentParser(prog="python -m jacobi_min", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    commands = parser.add_subparsers(dest="command", required=True)
-    for module in OWNERS:
-        module.add_commands(commands)
-    parser.epilog = "arguments of every command:\n" + "".join(
-        "  " + sub.format_usage().replace("usage: ", "") for sub in commands.choices.values())
-    return parser
-
-
-def main(argv=None):
-    """Run one command; a bad input (a ValueError or a missing file) ends with its message, not a traceback."""
-    args = build_parser().parse_args(argv)
-    try:
-        args.run(args)
-    except (ValueError, FileNotFoundError) as err:
-        sys.exit(f"error: {err}")
-
-
-if __name__ == "__main__":
-    main()
+main()

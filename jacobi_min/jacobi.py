@@ -29,15 +29,13 @@ Every argmax above is a `pick` (sampling.py): any deterministic function of a
 position's own prefix keeps all of this true, so sampling with position-keyed
 noise is lossless too (the output equals the AR sampler's with the same seed).
 """
-import numbers
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-import numpy as np
 import torch
 from transformers import DynamicCache
 
 from .sampling import GREEDY
+from .utils import as_int, check_inputs, eos_ids
 
 
 @dataclass
@@ -67,78 +65,6 @@ class DecodeResult:
     def tpf(self) -> float:
         """Tokens per forward; the prefill and the token it yields are left out (AR = 1.0)."""
         return sum(self.accepted) / self.forwards if self.forwards else float("nan")
-
-
-def is_int(value) -> bool:
-    """A Python or numpy integer, not a bool."""
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def as_int(value, name: str, low: int) -> int:
-    """An integer argument >= low, or a ValueError naming it."""
-    if not is_int(value) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-    return int(value)
-
-
-def as_token_list(input_ids) -> list[int]:
-    """One prompt as a list of ints: a list of ints, a 1-D / (1, L) tensor or numpy array, or a
-    tokenizer's output (its `input_ids`)."""
-    if isinstance(input_ids, Mapping) and "input_ids" in input_ids:  # BatchEncoding
-        input_ids = input_ids["input_ids"]
-    if isinstance(input_ids, np.ndarray):
-        input_ids = torch.from_numpy(input_ids)
-    if isinstance(input_ids, torch.Tensor):
-        if input_ids.is_meta:
-            raise ValueError("input_ids is a meta-device tensor: it holds no token ids")
-        if input_ids.dim() == 2 and input_ids.shape[0] != 1:
-            raise ValueError(f"batch size {input_ids.shape[0]} is not supported: pass one prompt, shape (L,) or (1, L)")
-        if input_ids.dim() not in (1, 2):
-            raise ValueError(f"input_ids must have shape (L,) or (1, L), got {tuple(input_ids.shape)}")
-        input_ids = input_ids.reshape(-1).tolist()
-    if not isinstance(input_ids, (list, tuple)):
-        raise ValueError(f"input_ids must be one prompt's token ids (a list of ints or a (1, L) tensor), "
-                         f"got {type(input_ids).__name__}")
-    ids = list(input_ids[0]) if len(input_ids) == 1 and isinstance(input_ids[0], (list, tuple)) else list(input_ids)
-    if ids and isinstance(ids[0], (list, tuple)):
-        raise ValueError(f"batch size {len(ids)} is not supported: decode one prompt at a time")
-    if not all(is_int(t) for t in ids):
-        raise ValueError("input_ids must be token ids (ints, not floats or bools)")
-    return [int(t) for t in ids]
-
-
-def check_inputs(model, input_ids, max_new_tokens: int, block_size: int = 1) -> list[int]:
-    """The prompt as a list of ints, or a ValueError that says what is wrong."""
-    ids = as_token_list(input_ids)
-    if not ids:
-        raise ValueError("the prompt is empty: give at least one token")
-    vocab = model.config.vocab_size
-    if min(ids) < 0 or max(ids) >= vocab:
-        raise ValueError(f"token ids must lie in [0, {vocab}), got min {min(ids)} and max {max(ids)}")
-    as_int(block_size, "block_size", 1)
-    as_int(max_new_tokens, "max_new_tokens", 0)
-    context = model.config.max_position_embeddings
-    if len(ids) + max_new_tokens > context:
-        raise ValueError(f"prompt ({len(ids)} tokens) + max_new_tokens ({max_new_tokens}) exceeds "
-                         f"the model's context of {context} tokens")
-    return ids
-
-
-def eos_ids(model, eos_token_id=None) -> set[int]:
-    """EOS ids as a set: the argument (an int, a list / tuple of ints, or a 0-D / 1-D tensor), else
-    the model's generation config's."""
-    value = model.generation_config.eos_token_id if eos_token_id is None else eos_token_id
-    if value is None:
-        return set()
-    if isinstance(value, torch.Tensor) and value.dim() <= 1:
-        value = value.reshape(-1).tolist()
-    if is_int(value):
-        value = [value]
-    vocab = model.config.vocab_size
-    if not isinstance(value, (list, tuple, set)) or not all(is_int(v) and 0 <= v < vocab for v in value):
-        raise ValueError(f"eos_token_id must be a token id in [0, {vocab}), a list of them or a 0-D / 1-D tensor, "
-                         f"got {eos_token_id!r}")
-    return {int(v) for v in value}
 
 
 def forward_argmax(model, tokens: list[int], cache: DynamicCache, pick=GREEDY, context: list[int] = ()) -> list[int]:

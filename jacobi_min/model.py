@@ -5,19 +5,19 @@ default, `None`), and the trained parallel decoders once built.
 
 Aliases name models built locally on first use: `qwen2.5-coder-0.5b-instruct`
 is the real Qwen2.5-Coder-0.5B-Instruct, converted once from PyPI packages
-into a cache folder (see `jacobi_min/qwen.py`; needs requirements-qwen.txt).
+into a cache folder (see `jacobi_min/tools/qwen.py`; needs requirements-qwen.txt).
+The alias names the function that builds it, imported only when it is asked for.
 """
 import difflib
+import importlib
 from pathlib import Path
 
 import torch
 from safetensors import SafetensorError
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from . import qwen
-
 CHECKPOINTS = Path(__file__).parent / "checkpoints"
-ALIASES = {qwen.ALIAS: qwen.local_dir}  # alias -> function returning the local directory
+ALIASES = {"qwen2.5-coder-0.5b-instruct": "jacobi_min.tools.qwen:local_dir"}  # alias -> module:function -> directory
 TOKENIZER_FILES = ("tokenizer.json", "vocab.json", "tokenizer.model")  # files that hold a vocabulary
 
 
@@ -26,7 +26,8 @@ def resolve(name_or_path: str | Path | None) -> str:
     if name_or_path is None:
         name_or_path = "base"
     if str(name_or_path) in ALIASES:
-        return str(ALIASES[str(name_or_path)]())
+        module, function = ALIASES[str(name_or_path)].split(":")
+        return str(getattr(importlib.import_module(module), function)())
     if str(name_or_path) in embedded_names():
         return str(CHECKPOINTS / str(name_or_path))
     path = Path(name_or_path)

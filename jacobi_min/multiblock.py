@@ -57,8 +57,9 @@ from functools import partial
 
 import torch
 
-from .jacobi import DecodeResult, as_int, check_inputs, commit, eos_ids, initial_draft, prefill
+from .jacobi import DecodeResult, commit, initial_draft, prefill
 from .sampling import GREEDY
+from .utils import as_int, check_inputs, eos_ids
 
 
 @dataclass

@@ -36,7 +36,12 @@ from typing import Callable
 
 import numpy as np
 import torch
-from transformers import LogitsProcessorList, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
+from transformers import (
+    LogitsProcessorList,
+    TemperatureLogitsWarper,
+    TopKLogitsWarper,
+    TopPLogitsWarper,
+)
 
 
 def gumbel(seed: int, t: int, vocab: int) -> torch.Tensor:

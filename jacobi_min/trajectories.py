@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from .jacobi import jacobi_decode
-from .workers import SHARED, pmap
+from .utils import SHARED, atomic_write, pmap
 
 
 def _trajectory(item: tuple[int, list[int]]) -> dict:
@@ -48,8 +48,7 @@ def collect(model, prompts: list[list[int]], block_size: int, max_new_tokens: in
 def save(path: Path, trajectories: list[dict]) -> None:
     """JSON lines, written to a temporary file and renamed: never half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.with_suffix(".tmp").write_text("".join(json.dumps(t) + "\n" for t in trajectories))
-    path.with_suffix(".tmp").replace(path)
+    atomic_write(path, "".join(json.dumps(t) + "\n" for t in trajectories))
 
 
 def load(path: Path) -> list[dict]:

@@ -11,8 +11,8 @@ from pathlib import Path
 import torch
 
 import jacobi_min
-from jacobi_min.__main__ import build_parser
-from jacobi_min.train import train_command
+from jacobi_min.tools.commands import build_parser
+from jacobi_min.tools.pipeline import train_command
 
 if __name__ == "__main__":
     source, out = sys.argv[1], Path(sys.argv[2])

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import jacobi_min
-from jacobi_min import bench, figures, task
+from jacobi_min.tools import bench, figures, task
 from tests.conftest import generate_greedy
 
 pytestmark = pytest.mark.xdist_group("test_bench")  # one worker: the tiny benchmark run
@@ -80,34 +80,7 @@ def test_figures_rebuild_from_results_only(tiny_results, tmp_path):
               "seen": {"before": [1.1, 1.0], "after": [2.0, 1.5]}}
     (tiny_results.parent / "qwen_jacobi_forcing.json").write_text(json.dumps(recipe))
     score = lambda tpf: {length: {"accuracy": 0.8, "tpf": tpf, "repetition": 0.01} for length in task.BUCKETS}
-    training = {"problems": 2, "block_size": 16,
-                "models": {"Jacobi Forcing, seed 0": "a", "CLLM, λ = 3": "b", figures.WHY_REFERENCE: "c"},
-                "methods": {"Jacobi Forcing, seed 0": "Jacobi Forcing", "CLLM, λ = 3": "CLLM",
-                            figures.WHY_REFERENCE: "Jacobi Forcing"},
-                "shipped": ["Jacobi Forcing, seed 0"],
-                "scores": {"Jacobi Forcing, seed 0": score(2.0), "CLLM, λ = 3": score(3.0), figures.WHY_REFERENCE: score(1.8)}}
-    (tiny_results.parent / "training_runs.json").write_text(json.dumps(training))
     write_schedule_study(tiny_results.parent / "training_runs" / "schedules", score)
-    why = tiny_results.parent / "training_runs" / "frontier-why"
-    why.mkdir(parents=True)
-    (why / "scores.json").write_text(json.dumps({"problems": 2, "scores": {arm: score(2.5) for arm in figures.WHY_ARMS
-                                                                           if arm != "reference"}}))
-    (why / "scores_s1.json").write_text(json.dumps({"problems": 2, "scores": {"clean-context-s1": score(2.6)}}))
-    rows = [{"blocks": k, "pool_size": pool, "official": official, "tpf": 1 + k + pool / 4}
-            for k in (1, 2) for pool in (0, 4) for official in (False, True)]
-    for key in figures.WHY_SWEEPS:
-        (why / f"sweep_{key}.json").write_text(json.dumps({"problems": 3, "length": "long", "rows": rows}))
-    round4 = tiny_results.parent / "training_runs" / "round4"
-    round4.mkdir(parents=True)
-    kinds = {k: {"positions": 10, "below_0": 1, "rate": 0.5} for k in ("stop", "result", "word")}
-    (round4 / "margins_1200.json").write_text(json.dumps({"problems": 4, "models": {"base": {"kinds": kinds}}}))
-    (round4 / "corrections_300.json").write_text(json.dumps({"problems": 2, "block_size": 16,
-                                                             "models": {"base": {"kinds": kinds}}}))
-    from jacobi_min.controls import ARMS
-    curve = [{"step": s, "accuracy": 0.9 - s / 1000, "tpf": 1 + s / 400} for s in (0, 50, 100, 200, 400)]
-    arms = {name: {"log": curve, "scores": score(1.5 + i / 10), "config": {"lam": 10.0}} for i, name in enumerate(ARMS)}
-    controls = {"steps": 400, "eval_problems": 45, "problems": 100, "block_size": 16, "arms": arms}
-    (tiny_results.parent / "controls.json").write_text(json.dumps(controls))
     logs = tmp_path / "checkpoints"
     for name in ("jacobi-forcing", "cllm"):
         (logs / name).mkdir(parents=True)
@@ -116,20 +89,19 @@ def test_figures_rebuild_from_results_only(tiny_results, tmp_path):
         (logs / name / "train_log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "figures"
     out.mkdir()
-    written = figures.build(tiny_results.parent, out, logs)
+    written = figures.build(tiny_results.parent, out, logs, tiny_results.parent / "training_runs")
     names = {p.name for p in written}
     assert names == {"speedup_vs_answer_length.png", "tpf_vs_answer_length.png", "accuracy_vs_speedup.png",
                      "acceptance_histogram.png", "cost_model.png", "noise_schedule_ablation.png", "training_curves.png",
-                     "real_qwen.png", "qwen_jacobi_forcing.png", "training_runs.png", "controls.png", "frontier.png",
-                     "frontier_why.png", "long_answer_positions.png"}
+                     "real_qwen.png", "qwen_jacobi_forcing.png"}
     for p in written:
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000
-    assert figures.stale(tiny_results.parent, out, logs) == []
+    assert figures.stale(tiny_results.parent, out, logs, tiny_results.parent / "training_runs") == []
     (tiny_results.parent / "ablation.json").write_text(json.dumps({**ablation, "steps": 11}))
-    assert figures.stale(tiny_results.parent, out, logs) == ["noise_schedule_ablation.png"]
-    figures.build(tiny_results.parent, out, logs)
+    assert figures.stale(tiny_results.parent, out, logs, tiny_results.parent / "training_runs") == ["noise_schedule_ablation.png"]
+    figures.build(tiny_results.parent, out, logs, tiny_results.parent / "training_runs")
     (tiny_results.parent / "training_runs" / "schedules" / "reverse-s2.json").unlink()
-    assert figures.stale(tiny_results.parent, out, logs) == ["noise_schedule_ablation.png"]
+    assert figures.stale(tiny_results.parent, out, logs, tiny_results.parent / "training_runs") == ["noise_schedule_ablation.png"]
 
 
 def write_schedule_study(folder, score, names=tuple(figures.PAPER_ABLATION), random_offset=True) -> None:
@@ -235,7 +207,7 @@ def test_machine_reads_the_first_processor_of_cpuinfo(tmp_path):
 
 
 def test_cost_model_command(tmp_path):
-    from jacobi_min.__main__ import main
+    from jacobi_min.tools.commands import main
     out = tmp_path / "costs.json"
     main(["cost-model", "--model", "base", "--ks", "1", "2", "8", "--context", "4", "--out", str(out)])
     costs = json.loads(out.read_text())
@@ -245,8 +217,8 @@ def test_cost_model_command(tmp_path):
 
 
 def test_eval_command_scores_each_model_on_each_bucket_as_evaluate_does(tmp_path):
-    from jacobi_min.__main__ import main
-    from jacobi_min.train import evaluate
+    from jacobi_min.tools.commands import main
+    from jacobi_min.tools.evaluate import evaluate
     out = tmp_path / "scores.json"
     main(["eval", "--models", "base", "jacobi-forcing", "--labels", "AR model", "trained", "--lengths", "short", "medium",
           "--problems", "2", "--out", str(out)])

@@ -15,10 +15,11 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from jacobi_min import bench, figures, pipeline, recipe, task, tiny, trajectories
-from jacobi_min.__main__ import OWNERS, main
+from jacobi_min import trajectories
 from jacobi_min.model import CHECKPOINTS, load
-from jacobi_min.train import prompt_ids
+from jacobi_min.tools import bench, figures, pipeline, recipe, task, tiny
+from jacobi_min.tools.commands import OWNERS, main
+from jacobi_min.tools.evaluate import prompt_ids
 
 
 def record(monkeypatch, module, name: str, returns=None) -> list:
@@ -38,7 +39,7 @@ def test_each_command_runs_a_function_of_the_module_that_registers_it():
             assert parser.get_default("run").__module__ == module.__name__, name
             names.append(name)
     assert sorted(names) == sorted(["demo", "animate", "generate", "train-base", "collect", "pipeline", "train", "bench",
-                                    "sweep", "eval", "cost-model", "controls", "recipe", "exactness", "figures"])
+                                    "sweep", "eval", "cost-model", "recipe", "exactness", "figures"])
 
 
 def test_collect_writes_the_trajectories_of_the_first_training_prompts(base, tmp_path):
@@ -50,7 +51,7 @@ def test_collect_writes_the_trajectories_of_the_first_training_prompts(base, tmp
 
 
 def test_exactness_reports_every_decoder_exact_on_the_prompts_it_is_given(base, tmp_path, monkeypatch):
-    from jacobi_min import realtasks
+    from jacobi_min.tools import realtasks
     _, tokenizer = base
     problems = task.problems("test", 3, seed=0)
     monkeypatch.setattr(realtasks, "prompts", lambda tok, n_gsm8k, n_humaneval: [
@@ -71,8 +72,9 @@ def test_pipeline_passes_its_options_to_every_training_stage(monkeypatch, tmp_pa
     (cfg, work, stage), _ = calls[0]
     assert (work, stage, cfg.base, cfg.train_prompts, cfg.workers, cfg.out) == (
         tmp_path, "cllm", "some/model", 7, 3, tmp_path / "ckpt")
-    assert (cfg.round1.seed, cfg.round2.seed, cfg.round1.lam, cfg.round2.lam, cfg.cllm_lam) == (4, 4, 2.5, 2.5, 6.0)
-    assert (cfg.round3.seed, cfg.round3.lam) == (4, pipeline.ROUND3["lam"])
+    first, second, *late = (r.config for r in cfg.rounds)
+    assert (first.seed, second.seed, first.lam, second.lam, cfg.cllm_lam) == (4, 4, 2.5, 2.5, 6.0)
+    assert len(late) == 3 and all((c.seed, c.lam) == (4, pipeline.LATE["lam"]) for c in late)
 
 
 def test_pipeline_without_lam_keeps_each_rounds_own(monkeypatch, tmp_path):
@@ -80,8 +82,7 @@ def test_pipeline_without_lam_keeps_each_rounds_own(monkeypatch, tmp_path):
     main(["pipeline", "--work", str(tmp_path)])
     cfg = calls[0][0][0]
     default = pipeline.PipelineConfig()
-    assert (cfg.round1, cfg.round2, cfg.round3, cfg.polishes, cfg.cllm_lam) == (
-        default.round1, default.round2, default.round3, default.polishes, default.cllm_lam)
+    assert (cfg.rounds, cfg.cllm_lam) == (default.rounds, default.cllm_lam)
 
 
 def test_bench_and_sweep_build_their_configs_from_the_arguments(monkeypatch, tmp_path, capsys):

@@ -8,17 +8,34 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from transformers import (LogitsProcessorList, Qwen2Config, StoppingCriteriaList, StopStringCriteria,
-                          TemperatureLogitsWarper, TextIteratorStreamer, TextStreamer, TopKLogitsWarper,
-                          TopPLogitsWarper)
+from transformers import (
+    LogitsProcessorList,
+    Qwen2Config,
+    StoppingCriteriaList,
+    StopStringCriteria,
+    TemperatureLogitsWarper,
+    TextIteratorStreamer,
+    TextStreamer,
+    TopKLogitsWarper,
+    TopPLogitsWarper,
+)
 from transformers.generation.streamers import BaseStreamer
 
-from jacobi_min import greedy_decode, jacobi_decode, jacobi_generate, load, multiblock_decode, sampler, task, tiny
-from jacobi_min.__main__ import main
-from jacobi_min.generate import COLORS, JacobiGenerateOutput, run, unseen_words
+from jacobi_min import (
+    greedy_decode,
+    jacobi_decode,
+    jacobi_generate,
+    load,
+    multiblock_decode,
+    sampler,
+)
+from jacobi_min.generate import JacobiGenerateOutput
 from jacobi_min.model import CHECKPOINTS
 from jacobi_min.sampling import Pick, gumbel
-from jacobi_min.train import prompt_ids
+from jacobi_min.tools import task, tiny
+from jacobi_min.tools.commands import main
+from jacobi_min.tools.evaluate import prompt_ids
+from jacobi_min.tools.generate import COLORS, run, unseen_words
 from tests.conftest import ARCHS, tiny_model
 
 PROMPTS = [[5, 9, 12, 7, 30, 5, 9], [11]]
@@ -453,3 +470,10 @@ def test_command_names_the_words_the_model_never_saw(capsys):
     _, note = command_output(capsys, "Xerxes has 5 apples. Xerxes gives 2 apples to Mia. How many apples does "
                                      "Xerxes have now?", "--max-new-tokens", "8")
     assert "never saw 'Xerxes' in training" in note and "Mia'" not in note
+
+
+@pytest.mark.parametrize("prompt", ["", "   \n"])
+def test_an_empty_prompt_is_a_usage_error(prompt, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["generate", prompt])
+    assert exit_info.value.code == 2 and "the prompt is empty" in capsys.readouterr().err

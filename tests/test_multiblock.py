@@ -9,7 +9,13 @@ import torch.nn.functional as F
 from transformers import Qwen2Config
 
 from jacobi_min.jacobi import jacobi_decode
-from jacobi_min.multiblock import Block, multiblock_decode, next_draft, recycled_rows, update_pseudo
+from jacobi_min.multiblock import (
+    Block,
+    multiblock_decode,
+    next_draft,
+    recycled_rows,
+    update_pseudo,
+)
 from tests.conftest import generate_greedy, tiny_model
 
 PROMPT = [5, 9, 12, 7, 30, 5, 9]  # on tiny_model(vocab=64): EOS 3 comes 17th, 36 first comes 14th
@@ -232,8 +238,9 @@ def test_a_run_clears_the_pool_per_block_and_freezes_agreeing_tokens_only_when_o
     enough to agree with their context) over three whole long answers: the pool after a whole-block
     acceptance, and each pseudo update."""
     import jacobi_min
-    from jacobi_min import multiblock, task
-    from jacobi_min.train import prompt_ids
+    from jacobi_min import multiblock
+    from jacobi_min.tools import task
+    from jacobi_min.tools.evaluate import prompt_ids
     pools, updates = [], []
     draft, update = multiblock.next_draft, multiblock.update_pseudo
 

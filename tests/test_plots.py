@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 import torch
 
-from jacobi_min import plots
 from jacobi_min.jacobi import BlockTrajectory
 from jacobi_min.multiblock import Step
 from jacobi_min.packing import allowed, pack
+from jacobi_min.tools import plots
 from jacobi_min.trajectories import SCHEDULES, schedule
 
 WORDS = ["Question", " ", "\n", " the", "=", " fibonacci_sequence"]

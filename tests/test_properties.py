@@ -17,9 +17,15 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jacobi_min import greedy_decode, jacobi_decode, jacobi_generate, multiblock_decode, sampler
-from jacobi_min.jacobi import eos_ids
+from jacobi_min import (
+    greedy_decode,
+    jacobi_decode,
+    jacobi_generate,
+    multiblock_decode,
+    sampler,
+)
 from jacobi_min.sampling import GREEDY
+from jacobi_min.utils import eos_ids
 from tests.conftest import ARCHS, generate_greedy
 from tests.test_generate import generate, reference_sampler
 

@@ -16,8 +16,9 @@ import pytest
 import torch
 
 import jacobi_min
-from jacobi_min import jacobi_decode, qwen, realtasks
-from jacobi_min.exactness import exactness, first_divergence, reference
+from jacobi_min import jacobi_decode
+from jacobi_min.tools import qwen, realtasks
+from jacobi_min.tools.exactness import exactness, first_divergence, reference
 
 pytestmark = pytest.mark.xdist_group("test_qwen")  # one worker: the real model, loaded once
 MAX_NEW_TOKENS = 32
@@ -184,8 +185,8 @@ def test_training_prompts_use_the_chat_template(base):
     tokenizer given Qwen's ChatML template: the code path, without the real model)."""
     from copy import deepcopy
 
-    from jacobi_min import task
-    from jacobi_min.train import is_correct, prompt_ids
+    from jacobi_min.tools import task
+    from jacobi_min.tools.evaluate import is_correct, prompt_ids
     tokenizer = deepcopy(base[1])
     tokenizer.chat_template = CHATML
     problem = task.problems("train", 1)[0]
@@ -256,7 +257,7 @@ def test_humaneval_checker_runs_the_unit_tests(datasets):
 # --- the real-model recipe ---------------------------------------------------------------------
 
 def test_recipe_rejects_seen_questions_that_were_not_trained_on():
-    from jacobi_min import recipe
+    from jacobi_min.tools import recipe
     with pytest.raises(ValueError, match=r"seen_prompts must be in \[1, train_prompts = 2\], got 3"):
         recipe.Recipe(train_prompts=2, seen_prompts=3)
 
@@ -264,7 +265,7 @@ def test_recipe_rejects_seen_questions_that_were_not_trained_on():
 def test_recipe_scores_an_answer_cut_at_the_token_limit_as_unfinished():
     from types import SimpleNamespace
 
-    from jacobi_min import recipe
+    from jacobi_min.tools import recipe
     model = SimpleNamespace(generation_config=SimpleNamespace(eos_token_id=qwen.EOS_IDS))
     assert recipe.finished(model, [5, qwen.EOS_IDS[1]])
     assert not recipe.finished(model, [5, 6]) and not recipe.finished(model, [])
@@ -275,7 +276,7 @@ def test_recipe_scores_an_answer_cut_at_the_token_limit_as_unfinished():
 def test_recipe_scores_only_answers_that_ended(monkeypatch):
     """`score` re-scores a stored evaluation: right and ended counts, a cut answer never does (on a
     stand-in for GSM8K: it needs only the reference answers)."""
-    from jacobi_min import recipe
+    from jacobi_min.tools import recipe
     rows = [{"answer": f"{i} + 1 = {i + 1}\n#### {i + 1}"} for i in range(1002)]
     monkeypatch.setattr(realtasks, "gsm8k", lambda count=None: rows[:count])
     cfg = recipe.Recipe(eval_start=1000, eval_prompts=2)
@@ -290,7 +291,7 @@ def test_recipe_end_to_end_on_the_real_model(qwen_model, datasets, tmp_path):
     batch), a few steps; the loss is finite and falls, the checkpoint reloads and decodes exactly."""
     from dataclasses import replace
 
-    from jacobi_min import recipe
+    from jacobi_min.tools import recipe
     cfg = replace(recipe.PRESETS["cpu"], train_prompts=1, eval_prompts=1, max_new_tokens=12, block_size=4,
                   eval_block_sizes=(4,), eval_multiblock_sizes=(4,), workers=1, trajectory_tokens=8, seen_prompts=1,
                   train=replace(recipe.Recipe().train, steps=3, window=4, save_every=100))

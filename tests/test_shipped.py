@@ -5,8 +5,8 @@ import shutil
 import pytest
 
 import jacobi_min
-from jacobi_min import task
 from jacobi_min.model import CHECKPOINTS
+from jacobi_min.tools import task
 from tests.conftest import generate_greedy
 
 BLOCK_SIZES = [1, 2, 3, 4, 8, 16, 32, 64]
@@ -51,7 +51,7 @@ def test_embedded_model_is_a_small_qwen2(base):
     model, tokenizer = base
     assert type(model).__name__ == "Qwen2ForCausalLM"
     assert sum(p.numel() for p in model.parameters()) < 10_000_000
-    assert tokenizer.eos_token_id in jacobi_min.jacobi.eos_ids(model)
+    assert tokenizer.eos_token_id in jacobi_min.utils.eos_ids(model)
     assert tokenizer.pad_token_id != tokenizer.eos_token_id
 
 
@@ -89,7 +89,7 @@ def test_mistyped_names_and_devices_are_clear_errors(name, device, message):
 
 def test_shipped_tokenizer_is_the_training_tokenizer(base):
     """Rebuilding the tokenizer from the training split gives the shipped one, id for id."""
-    from jacobi_min import tiny
+    from jacobi_min.tools import tiny
     _, tokenizer = base
     cfg = tiny.BaseConfig()
     train = task.problems("train", cfg.train_problems, seed=cfg.seed)
@@ -134,7 +134,7 @@ def test_multiblock_on_shipped_models_matches_generate(name):
 
 
 def test_demo_prints_identical_outputs_for_every_bucket(capsys):
-    from jacobi_min.__main__ import main
+    from jacobi_min.tools.commands import main
     main(["demo", "--models", "jacobi-forcing", "--problems", "1"])
     out = capsys.readouterr().out
     assert "identical outputs: 3/3" in out and all(f"  {length:6s}  identical=True" in out for length in task.BUCKETS)

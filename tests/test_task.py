@@ -3,9 +3,8 @@ import re
 
 import pytest
 
-from jacobi_min import task
 from jacobi_min.model import CHECKPOINTS
-
+from jacobi_min.tools import task
 
 
 def arithmetic(problem: task.Problem) -> str:

@@ -13,11 +13,20 @@ import pytest
 import torch
 
 import jacobi_min
-from jacobi_min import pipeline, task, trajectories
 from jacobi_min import train as train_module
+from jacobi_min import trajectories
 from jacobi_min.packing import collate, pack
-from jacobi_min.train import (TrainConfig, draw_examples, evaluates_at, make_batch, noisy_blocks, prompt_ids, repetition,
-                              save_checkpoint, train)
+from jacobi_min.tools import pipeline, task
+from jacobi_min.tools.evaluate import prompt_ids, repetition, train_and_check
+from jacobi_min.train import (
+    TrainConfig,
+    draw_examples,
+    evaluates_at,
+    make_batch,
+    noisy_blocks,
+    save_checkpoint,
+    train,
+)
 from tests.conftest import generate_greedy
 
 pytestmark = pytest.mark.xdist_group("test_train")  # one worker: the trajectories and the torchrun, made once
@@ -45,11 +54,11 @@ def test_repetition_metric():
     assert repetition([1, 1, 2, 3, 3]) == 0.5
 
 
-@pytest.mark.parametrize("method", ["jacobi-forcing", "cllm", "cllm-style"])
+@pytest.mark.parametrize("method", ["jacobi-forcing", "cllm"])
 def test_few_steps_single_process(trajectory_file, method):
     model, tokenizer = jacobi_min.load()
     cfg = TrainConfig(method=method, steps=4, batch_size=2, eval_every=4, eval_problems=3)
-    log = train(model, tokenizer, trajectories.load(trajectory_file), cfg)
+    log = train_and_check(model, tokenizer, trajectories.load(trajectory_file), cfg)
     assert [r["step"] for r in log] == [0, 1, 2, 3, 4] and all(math.isfinite(r["loss"]) for r in log[1:])
     assert {"accuracy", "tpf", "repetition", "correct"} <= set(log[0]) & set(log[-1])
     assert sum(n for _, n in log[0]["correct"].values()) == 3
@@ -97,16 +106,17 @@ def test_save_checkpoint_writes_half_precision_and_leaves_the_model_as_it_was(tm
 
 
 def test_pipeline_runs_end_to_end_on_a_few_prompts_and_resumes(tmp_path, monkeypatch):
-    """Three rounds (round 3: two seeds side by side and two continuations, each pair averaged), the
+    """Four rounds (rounds 3 and 4: two seeds side by side and two continuations, each pair averaged), the
     CLLM baseline under the same two-phase schedule (the default stage), and the ablation (stage "all");
     a rerun after an interruption resumes after the finished stages (it collects nothing and leaves
     their files untouched) and ends with the same weights; a rerun with other training settings in
     the same folder is refused instead of reusing the finished stages."""
     tiny = TrainConfig(steps=3, batch_size=2, eval_every=10**9, eval_problems=2)
-    cfg = pipeline.PipelineConfig(train_prompts=4, round1=replace(tiny, lr=5e-4),
-                                  round2=replace(tiny, lr=2e-4, lam=20.0), round3=replace(tiny, lr=1e-4, lam=30.0),
-                                  polishes={"ar": replace(tiny, steps=2, consistency_on=()), "long": replace(tiny, steps=2)},
-                                  cllm_lam=7.0, ablation={"progressive": {}, "λ = 2": {"lam": 2.0}},
+    late = pipeline.Round(32, replace(tiny, lr=1e-4, lam=30.0), runs=2, right_only=True,
+                          polishes={"ar": replace(tiny, steps=2, consistency_on=()), "long": replace(tiny, steps=2)})
+    rounds = (pipeline.Round(16, replace(tiny, lr=5e-4)), pipeline.Round(32, replace(tiny, lr=2e-4, lam=20.0)), late,
+              replace(late, block=16))
+    cfg = pipeline.PipelineConfig(train_prompts=4, rounds=rounds, cllm_lam=7.0, ablation={"progressive": {}, "λ = 2": {"lam": 2.0}},
                                   ablation_seeds=2, ablation_steps=2, ablation_problems=1,
                                   out=tmp_path / "out", results=tmp_path / "results")
     first = pipeline.run(cfg, tmp_path / "work", stage="jacobi-forcing")  # "interrupted" after Jacobi Forcing
@@ -116,8 +126,9 @@ def test_pipeline_runs_end_to_end_on_a_few_prompts_and_resumes(tmp_path, monkeyp
     monkeypatch.setattr(pipeline, "collect", lambda *args: pytest.fail("a finished collection ran again"))
     models = pipeline.run(cfg, tmp_path / "work")  # the default: both checkpoints, no ablation
     assert all(p.stat().st_mtime_ns == mtime for p, mtime in finished.items())
-    rounds = {"round1", "train_round1", "round2", "train_round2", "round3", "train_round3_s0", "train_round3_s1",
-              "polish_ar", "polish_long"}
+    rounds = {"round1", "train_round1", "round2", "train_round2"} | {
+        f"{prefix}round{i}{suffix}" for i in (3, 4) for prefix, suffix in
+        (("", ""), ("train_", "_s0"), ("train_", "_s1"), ("", "_polish_ar"), ("", "_polish_long"))}
     assert set(models) == {*rounds, "cllm_phase1", "cllm_phase2"}
     assert not (cfg.results / "ablation.json").exists()
     times = pipeline.run(cfg, tmp_path / "work", stage="all")
@@ -128,7 +139,7 @@ def test_pipeline_runs_end_to_end_on_a_few_prompts_and_resumes(tmp_path, monkeyp
     assert all(torch.equal(weights[k], again[k]) for k in weights)
     round1 = trajectories.load(tmp_path / "work" / "round1.jsonl")
     assert len(round1) == 4 and max(len(b[-1]) for t in round1 for b in t["blocks"]) == 16
-    for name, rounds_in_log in (("jacobi-forcing", 3), ("cllm", 2)):
+    for name, rounds_in_log in (("jacobi-forcing", 4), ("cllm", 2)):
         log = [json.loads(line) for line in (cfg.out / name / "train_log.jsonl").read_text().splitlines()]
         assert [r["step"] for r in log] == list(range(4)) + [3 * r + s for r in range(1, rounds_in_log) for s in range(4)]
         assert [r.get("round", 1) for r in log] == [r for r in range(1, rounds_in_log + 1) for _ in range(4)]
@@ -139,13 +150,13 @@ def test_pipeline_runs_end_to_end_on_a_few_prompts_and_resumes(tmp_path, monkeyp
         prompt = tokenizer(task.problems("test", 1)[0].prompt)["input_ids"]
         assert jacobi_min.jacobi_decode(model, prompt, 16, 40).tokens == generate_greedy(model, prompt, 40)
     saved = json.loads((cfg.out / "jacobi-forcing" / "train_config.json").read_text())
-    assert set(saved["seconds"]) == rounds and saved["pipeline"]["round3_seeds"] == 2
+    assert set(saved["seconds"]) == rounds and [r["runs"] for r in saved["pipeline"]["rounds"]] == [1, 1, 2, 2]
     cllm = json.loads((cfg.out / "cllm" / "train_config.json").read_text())
     assert cllm["phase1"]["lr"] == cllm["config"]["lr"] == 5e-4 and cllm["phase1"]["method"] == cllm["config"]["method"] == "cllm"
     assert cllm["config"]["label_smoothing"] == train_module.CLLM["label_smoothing"]
     ablation = json.loads((cfg.results / "ablation.json").read_text())
     assert {name: [r["seed"] for r in runs] for name, runs in ablation["runs"].items()} == {"progressive": [0, 1], "λ = 2": [0]}
-    with pytest.raises(ValueError, match=r"stage 'train_round1' made with other settings \(round1.seed differ\)"):
+    with pytest.raises(ValueError, match=r"stage 'train_round1' made with other settings \(round1.config.seed, train_round1.seed differ\)"):
         pipeline.run(pipeline.with_training(cfg, 1), tmp_path / "work", stage="jacobi-forcing")  # would reuse seed 0's
 
 
@@ -169,8 +180,8 @@ def test_round_3_averages_its_runs_and_keeps_only_right_answers(tmp_path, monkey
     assert not torch.equal(trained[0]["model.norm.weight"], trained[1]["model.norm.weight"])
     assert all(torch.equal(model.state_dict()[k], (trained[0][k] + trained[1][k]) / 2) for k in start)
     monkeypatch.setattr(pipeline, "collect", lambda *args: [traj[1]] * 3)
-    with pytest.raises(ValueError, match="none of round 2's 3 answers is right"):
-        pipeline.round3(model, tokenizer, cfg, pipeline.Work(tmp_path / "all-wrong"), {})
+    with pytest.raises(ValueError, match="round 3: none of the 3 answers is right"):
+        pipeline.progressive_round(model, tokenizer, cfg, pipeline.Work(tmp_path / "all-wrong"), 3, {})
 
 
 @pytest.mark.parametrize("argv", [["eval", "--problems", "0"], ["demo", "--problems", "0"], ["train-base", "--steps", "0"],
@@ -179,7 +190,7 @@ def test_round_3_averages_its_runs_and_keeps_only_right_answers(tmp_path, monkey
                                   ["train", "--trajectories", "x", "--out", "y", "--steps", "0"],
                                   ["bench", "--block-sizes", "16", "0"], ["pipeline", "--workers", "0"]])
 def test_out_of_range_arguments_are_usage_errors(argv, capsys):
-    from jacobi_min.__main__ import main
+    from jacobi_min.tools.commands import main
     with pytest.raises(SystemExit) as exit_info:
         main(argv)
     assert exit_info.value.code == 2 and "must be >=" in capsys.readouterr().err
@@ -265,29 +276,33 @@ def test_adams_epsilon_bounds_the_first_step_of_a_weight_with_a_small_gradient(t
 
 def test_the_pipelines_recipe_is_the_chosen_one():
     """Rounds 1 and 2: λ = 10, AdamW ε = 1e-4, random schedule offset, over 4,000 prompts; lr 5e-4, then
-    3e-4. Round 3: lr 3e-4, λ = 30 without the 1/T, two seeds; its continuations: 50 steps at lr 3e-5,
-    AR on the answer only, one AR-only, one keeping long answers' consistency (λ = 30, no 1/T)."""
+    3e-4. Rounds 3, 4 and 5 (n = 32, 16, 16): lr 3e-4, λ = 30 without the 1/T, two seeds, right answers
+    only; their continuations: 50 steps at lr 3e-5, AR on the answer only, one AR-only, one keeping long
+    answers' consistency (λ = 30, no 1/T)."""
     cfg = pipeline.PipelineConfig()
-    for stage, steps, lr in ((cfg.round1, 1600, 5e-4), (cfg.round2, 800, 3e-4)):
-        assert stage == TrainConfig(steps=steps, lr=lr, lam=10.0, adam_eps=1e-4, random_offset=True)
-    assert cfg.round3 == TrainConfig(steps=800, lr=3e-4, lam=30.0, adam_eps=1e-4, random_offset=True,
-                                     undivided_consistency=True)
+    assert [r.block for r in cfg.rounds] == [16, 32, 32, 16, 16] and cfg.train_prompts == 4000
+    for spec, steps, lr in ((cfg.rounds[0], 1600, 5e-4), (cfg.rounds[1], 800, 3e-4)):
+        assert spec == pipeline.Round(spec.block, TrainConfig(steps=steps, lr=lr, lam=10.0, adam_eps=1e-4,
+                                                              random_offset=True))
     polish = TrainConfig(steps=50, lr=3e-5, adam_eps=1e-4, ar_on_prompt=False)
-    assert cfg.polishes == {"ar": replace(polish, consistency_on=()),
-                            "long": replace(polish, consistency_on=("long",), lam=30.0, undivided_consistency=True,
-                                            random_offset=True)}
-    assert (cfg.train_prompts, cfg.round1_block, cfg.round2_block, cfg.round3_block, cfg.round3_seeds) == (4000, 16, 32, 32, 2)
+    for spec in cfg.rounds[2:]:
+        assert spec.config == TrainConfig(steps=800, lr=3e-4, lam=30.0, adam_eps=1e-4, random_offset=True,
+                                          undivided_consistency=True)
+        assert (spec.runs, spec.right_only) == (2, True)
+        assert spec.polishes == {"ar": replace(polish, consistency_on=()),
+                                 "long": replace(polish, consistency_on=("long",), lam=30.0, undivided_consistency=True,
+                                                 random_offset=True)}
 
 
 def test_a_training_seed_and_lambda_change_every_training_stage_and_nothing_else():
-    """The seed reaches every stage; λ rounds 1 and 2 only (round 3 and its continuations keep theirs)."""
+    """The seed reaches every round and continuation; λ rounds 1 and 2 only (the later rounds keep theirs)."""
     cfg = pipeline.PipelineConfig()
     seeded = pipeline.with_training(cfg, 2, lam=5.0)
-    assert (seeded.round1, seeded.round2) == (replace(cfg.round1, seed=2, lam=5.0), replace(cfg.round2, seed=2, lam=5.0))
-    assert seeded.round3 == replace(cfg.round3, seed=2)
-    assert seeded.polishes == {k: replace(p, seed=2) for k, p in cfg.polishes.items()}
-    assert replace(seeded, round1=cfg.round1, round2=cfg.round2, round3=cfg.round3, polishes=cfg.polishes) == cfg
-    assert pipeline.with_training(cfg, 0) == cfg
+    for number, (old, new) in enumerate(zip(cfg.rounds, seeded.rounds), start=1):
+        changes = {"seed": 2, "lam": 5.0} if number <= 2 else {"seed": 2}
+        assert new == replace(old, config=replace(old.config, **changes),
+                              polishes={k: replace(p, seed=2) for k, p in old.polishes.items()})
+    assert replace(seeded, rounds=cfg.rounds) == cfg
 
 
 def hand_made(blocks: int, n: int, first: int = 10) -> dict:
@@ -317,17 +332,15 @@ def test_buckets_outside_consistency_on_train_on_the_ar_loss_alone():
 
 def test_cllm_draws_one_example_per_block_and_jacobi_forcing_one_per_prompt():
     """CLLM: (trajectory, block) uniform over all blocks, so a 3-block answer weighs 3 times a
-    1-block one; Jacobi Forcing and CLLM-style: the trajectory uniform."""
+    1-block one; Jacobi Forcing: the trajectory uniform."""
     one, three = hand_made(1, 4), hand_made(3, 4, first=1000)
     rng = random.Random(0)
     cllm = [(id(t), j) for _ in range(500) for t, j in draw_examples([[one, three]], TrainConfig(method="cllm"), rng)]
     counts = {key: cllm.count(key) for key in set(cllm)}
     assert sorted(counts) == sorted([(id(one), 0)] + [(id(three), j) for j in range(3)])
     assert all(850 <= c <= 1150 for c in counts.values())  # 4000 draws over 4 (prompt, block) pairs
-    for method in ("jacobi-forcing", "cllm-style"):
-        picks = [id(t) for _ in range(500) for t, j in draw_examples([[one, three]], TrainConfig(method=method), rng)]
-        assert 1800 <= picks.count(id(one)) <= 2200 and all(j is None for _, j in
-                                                            draw_examples([[one]], TrainConfig(method=method), rng))
+    picks = [id(t) for _ in range(500) for t, j in draw_examples([[one, three]], TrainConfig(), rng)]
+    assert 1800 <= picks.count(id(one)) <= 2200 and all(j is None for _, j in draw_examples([[one]], TrainConfig(), rng))
 
 
 def test_draw_by_blocks_picks_the_prompts_cllm_picks_with_one_example_each():
@@ -365,9 +378,8 @@ def test_undivided_consistency_multiplies_each_examples_weights_by_its_blocks_an
     torch.testing.assert_close(undivided["weight"], official["weight"] * per_row[official["rows"]])
 
 
-@pytest.mark.parametrize("method, option", [("cllm", "clean_context"), ("cllm-style", "clean_context"),
-                                            ("cllm", "draw_by_blocks"), ("cllm", "undivided_consistency"),
-                                            ("cllm-style", "undivided_consistency")])
+@pytest.mark.parametrize("method, option", [("cllm", "clean_context"), ("cllm", "draw_by_blocks"),
+                                            ("cllm", "undivided_consistency")])
 def test_an_option_the_method_already_fixes_is_a_clear_error(trajectory_file, method, option):
     model, tokenizer = jacobi_min.load()
     with pytest.raises(ValueError, match=option.replace("_", "-")):
@@ -399,8 +411,8 @@ def test_evaluation_steps_are_zero_early_and_every_eval_every():
 
 
 def test_the_train_command_passes_every_option_to_the_config():
-    from jacobi_min.__main__ import build_parser
-    from jacobi_min.train import train_config
+    from jacobi_min.tools.commands import build_parser
+    from jacobi_min.tools.pipeline import train_config
     args = build_parser().parse_args(["train", "--trajectories", "t", "--out", "o", "--method", "cllm", "--lam", "7",
                                       "--label-smoothing", "0.1", "--answer-only-ar", "--consistency-on", "long",
                                       "--seed", "3", "--lr", "1e-4", "--eval-every", "50", "--adam-eps", "1e-4",
@@ -416,9 +428,9 @@ def test_the_train_command_passes_every_option_to_the_config():
 
 
 def test_the_train_command_trains_on_the_first_limit_trajectories(trajectory_file, tmp_path, monkeypatch):
-    from jacobi_min.__main__ import main
+    from jacobi_min.tools.commands import main
     seen = []
-    monkeypatch.setattr(train_module, "train", lambda model, tokenizer, data, cfg, out, resume: seen.append((data, cfg)))
+    monkeypatch.setattr(pipeline, "train", lambda model, tokenizer, data, cfg, out, resume, check: seen.append((data, cfg)))
     main(["train", "--trajectories", str(trajectory_file), "--out", str(tmp_path / "o"), "--limit", "2", "--lam", "5"])
     assert seen[0][0] == trajectories.load(trajectory_file)[:2] and seen[0][1].lam == 5.0
 
@@ -429,7 +441,7 @@ def test_an_unknown_method_is_a_clear_error(trajectory_file):
         train(model, tokenizer, trajectories.load(trajectory_file), TrainConfig(method="clm", steps=1, eval_problems=0))
 
 
-@pytest.mark.parametrize("method, mask", [("jacobi-forcing", "noisy"), ("cllm", "clean"), ("cllm-style", "clean")])
+@pytest.mark.parametrize("method, mask", [("jacobi-forcing", "noisy"), ("cllm", "clean")])
 def test_each_method_packs_with_its_own_mask(method, mask, monkeypatch):
     """Jacobi Forcing's noisy blocks see the earlier noisy blocks (noisy-context mask); CLLM's see the clean ones."""
     masks = []

@@ -61,8 +61,8 @@ def test_noisy_blocks_follow_the_method():
         assert len(rotations) == 1
         offsets.add(rotations[0])
     assert offsets == {0, 1, 2, 3}
-    for seed in range(20):  # CLLM-style: one block noisy, in one of its intermediate states; the others only clean
-        cllm = noisy_blocks(trajectory, TrainConfig(method="cllm-style"), random.Random(seed))
+    for seed in range(20):  # CLLM: its example's block noisy, in one of its intermediate states; the others only clean
+        cllm = noisy_blocks(trajectory, TrainConfig(method="cllm"), random.Random(seed), block=seed % 4)
         noisy = [s for s in cllm if s is not None]
         assert len(cllm) == 4 and len(noisy) == 1 and noisy[0] in STATES[:-1]
 

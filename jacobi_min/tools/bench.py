@@ -1,0 +1,452 @@
+"""Benchmark: every method on the same held-out problems, timed interleaved in one process.
+
+Metrics (DESIGN §2):
+- TPF = tokens committed by decoding forwards / decoding forwards (prefill and its token left out);
+- TPS = generated tokens / generation time; reported with the prefill excluded (each
+  prompt's prefill forward is timed on its own and subtracted) and included;
+- speedup = TPS(method) / TPS(AR greedy with KV cache), same model size, dtype, device;
+- cost model: L(k) = latency of one forward of k new tokens on a cached context,
+  in steady state on the decoder's own path (forward + argmax + crop, warm,
+  median of many repeats); predicted speedup = (tokens · L(1)) / Σ_forwards L(tokens fed),
+  which is TPF · L(1) / L(n_eff) when every forward feeds n_eff tokens.
+
+Every length bucket (`task.BUCKETS`) gets its own held-out problems and runs
+in its own CPU process of one thread (`workers` at a time); within a process
+the methods run in the same order on every problem, after one warm-up
+problem, so each speedup is a ratio measured interleaved. The problems are
+split into `chunks`; each chunk gives one TPS per method, and the table
+reports the median and range over chunks. Accuracy does not depend on the
+decoder (every method reproduces its model's greedy output).
+
+Commands: `bench`, `sweep`, `eval` (held-out scores of any models) and `cost-model`.
+"""
+import json
+import os
+import platform
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+import transformers
+from tqdm import tqdm
+from transformers import DynamicCache
+
+from ..jacobi import DecodeResult, forward_argmax, greedy_decode, jacobi_decode
+from ..model import load
+from ..multiblock import multiblock_decode
+from ..utils import SHARED, pmap
+from . import task
+from .cli import at_least, device_args, dtype_of, model_args, probability, with_model
+from .evaluate import evaluate
+
+RESULTS = Path("figures/results")  # relative to the current folder: a clone's own results
+BENCHMARK_OUT, SWEEP_OUT = RESULTS / "benchmark.json", RESULTS / "multiblock_sweep.json"
+MULTIBLOCK = {"blocks": 2, "spawn_ratio": 0.25, "pool_size": 4}  # among the best TPF of the sweep
+MODELS = ("base", "cllm", "jacobi-forcing")
+
+
+@dataclass
+class BenchConfig:
+    problems: int = 300  # per length bucket
+    lengths: list[str] = field(default_factory=lambda: list(task.BUCKETS))
+    block_sizes: list[int] = field(default_factory=lambda: [16])  # the sweep covers n = 32
+    chunks: int = 5
+    max_new_tokens: int = task.MAX_ANSWER_TOKENS
+    prompt_lookup_tokens: int = 10
+    multiblock: dict = field(default_factory=lambda: dict(MULTIBLOCK))
+    cost_ks: list[int] = field(default_factory=lambda: [1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128])
+    cost_context: int = 160  # tokens in the cache while L(k) is measured: about a mean answer's midpoint
+    workers: int = 2
+    seed: int = 0
+    device: str = "cpu"
+    dtype: str = "float32"
+
+
+class ForwardCounter:
+    """Counts a model's forward calls (for `generate`, whose loop we do not own)."""
+
+    def __init__(self, model):
+        self.count = 0
+        model.register_forward_pre_hook(self._hook)
+
+    def _hook(self, module, args):
+        self.count += 1
+
+
+def generate_result(model, counter: ForwardCounter, ids: list[int], max_new_tokens: int, **kwargs) -> DecodeResult:
+    """transformers' greedy `generate` (optionally with prompt lookup) as a DecodeResult.
+
+    Only the number of forwards is known, so `accepted` spreads the tokens evenly over them.
+    """
+    x = torch.tensor([ids], device=model.device)
+    before = counter.count
+    out = model.generate(x, attention_mask=torch.ones_like(x), do_sample=False, max_new_tokens=max_new_tokens,
+                         pad_token_id=model.generation_config.pad_token_id, **kwargs)
+    tokens = out[0, len(ids):].tolist()
+    forwards = counter.count - before - 1  # the prefill is not a decoding forward
+    return DecodeResult(tokens, accepted=[(len(tokens) - 1) / max(forwards, 1)] * forwards)
+
+
+def methods(models: dict, cfg: BenchConfig) -> list[dict]:
+    """(name, model, block size, decode(ids) -> DecodeResult) for every method and block size."""
+    n_max = cfg.max_new_tokens
+    base, cllm, jf = models["base"], models["cllm"], models["jacobi-forcing"]
+    rows = [
+        {"method": "AR", "model": "base", "n": 1, "run": lambda ids: greedy_decode(base, ids, n_max)},
+        {"method": "prompt lookup", "model": "jacobi-forcing", "n": cfg.prompt_lookup_tokens,
+         "run": lambda ids: generate_result(jf, models["counter"]["jacobi-forcing"], ids, n_max,
+                                            prompt_lookup_num_tokens=cfg.prompt_lookup_tokens)},
+    ]
+    for n in cfg.block_sizes:
+        rows += [
+            {"method": "Jacobi (base)", "model": "base", "n": n, "run": lambda ids, n=n: jacobi_decode(base, ids, n, n_max)},
+            {"method": "CLLM", "model": "cllm", "n": n, "run": lambda ids, n=n: jacobi_decode(cllm, ids, n, n_max)},
+            {"method": "CLLM + MR", "model": "cllm", "n": n,
+             "run": lambda ids, n=n: multiblock_decode(cllm, ids, n, n_max, **cfg.multiblock)},
+            {"method": "Jacobi Forcing", "model": "jacobi-forcing", "n": n,
+             "run": lambda ids, n=n: jacobi_decode(jf, ids, n, n_max)},
+            {"method": "Jacobi Forcing + MR", "model": "jacobi-forcing", "n": n,
+             "run": lambda ids, n=n: multiblock_decode(jf, ids, n, n_max, **cfg.multiblock)},
+        ]
+    return rows
+
+
+def sync() -> None:
+    """Wait for queued GPU work, so wall-clock times cover it."""
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def timed_threads(workers: int) -> int:
+    """Threads each timed run gets: `pmap` gives each of several workers one, or runs in this process on its own."""
+    return 1 if workers > 1 else torch.get_num_threads()
+
+
+def machine() -> dict:
+    """What a timing depends on beyond the code: the CPU (as /proc/cpuinfo names it, with its family /
+    model / stepping, since a virtual machine may report a generic name), its core count, the vector
+    instructions torch dispatches to, and the library versions."""
+    info = cpuinfo()
+    return {"cpu": info.get("model name") or platform.processor() or platform.machine(),
+            "cpu_id": "/".join(info.get(k, "?") for k in ("cpu family", "model", "stepping")),
+            "cache": info.get("cache size", "?"), "cpus": os.cpu_count(),
+            "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "python": platform.python_version(), "torch": torch.__version__, "transformers": transformers.__version__}
+
+
+def cpuinfo(path: Path = Path("/proc/cpuinfo")) -> dict:
+    """The first processor's `key: value` lines of /proc/cpuinfo; empty where there is no such file."""
+    if not path.exists():
+        return {}
+    first = path.read_text().split("\n\n")[0]
+    return {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in first.splitlines())}
+
+
+def timed(fn, *args):
+    sync()
+    start = time.perf_counter()
+    result = fn(*args)
+    sync()
+    return result, time.perf_counter() - start
+
+
+@torch.inference_mode()
+def prefill_time(model, ids: list[int]) -> float:
+    x = torch.tensor([ids], device=model.device)
+    return timed(lambda: model(input_ids=x))[1]
+
+
+@torch.inference_mode()
+def cost_model(model, ks: list[int], context: int = 160, repeats: int = 30, warmup: int = 5) -> list[float]:
+    """L(k) in seconds, in steady state: the median over `repeats` of one decoding step of k
+    tokens on `context` cached tokens (forward + argmax + crop, as the decoder does), after
+    `warmup` untimed steps."""
+    ids = torch.arange(context, device=model.device)[None] % model.config.vocab_size
+    cache = DynamicCache(config=model.config)
+    model(input_ids=ids, past_key_values=cache, use_cache=True)
+    latencies = []
+    for k in tqdm(ks, desc="cost model L(k)"):
+        block = [(7 * i) % model.config.vocab_size for i in range(k)]
+        runs = []
+        for r in range(warmup + repeats):
+            seconds = timed(forward_argmax, model, block, cache)[1]
+            cache.crop(-k)  # back to the context, as a rejected draft is
+            runs.append(seconds)
+        latencies.append(statistics.median(runs[warmup:]))
+    return latencies
+
+
+def predicted_speedup(fed: list[int], tokens: int, latency: list[float], ks: list[int]) -> float:
+    """(tokens · L(1)) / Σ_f L(fed_f) for measured L(k), ks ascending from 1: L interpolated linearly between
+    the measured k, and extrapolated beyond the largest at the mean slope of the measured range."""
+    fed = np.asarray(fed, dtype=float)
+    slope = (latency[-1] - latency[0]) / max(1, ks[-1] - ks[0])
+    cost = np.interp(fed, ks, latency) + slope * np.maximum(fed - ks[-1], 0)
+    return tokens * latency[0] / float(cost.sum())
+
+
+def summarise(row: dict, ar: dict, latency, ks) -> dict:
+    """One method's table row; speedups per chunk against AR's chunk, prefill excluded and included."""
+    tps = [t / s for t, s, _ in row["chunks"]]
+    speedups = [(t / s) / (a / b) for (t, s, _), (a, b, _) in zip(row["chunks"], ar["chunks"])]
+    with_prefill = [(t / s) / (a / b) for (t, _, s), (a, _, b) in zip(row["chunks"], ar["chunks"])]
+    return {
+        "method": row["method"], "model": row["model"], "block_size": row["n"],
+        "tpf": row["tokens"] / row["forwards"], "accuracy": row["correct"] / row["problems"],
+        "tps_median": statistics.median(tps), "tps_range": [min(tps), max(tps)],
+        "speedup_median": statistics.median(speedups), "speedup_range": [min(speedups), max(speedups)],
+        "speedup_with_prefill_median": statistics.median(with_prefill),
+        "speedup_with_prefill_range": [min(with_prefill), max(with_prefill)],
+        "predicted_speedup": predicted_speedup(row["fed"], row["tokens"], latency, ks) if row["fed"] else None,
+        "tokens": row["tokens"], "forwards": row["forwards"], "identical_to_first_method_of_model": row["identical"],
+        "accepted_histogram": row["hist"],
+    }
+
+
+def record(row: dict, result: DecodeResult, seconds: float, prefill: float, correct: bool, reference: list[int]) -> None:
+    """Add one problem's decode to a method's running totals (its chunk's tokens and times too)."""
+    row["chunks"][-1][0] += len(result.tokens) - 1
+    row["chunks"][-1][1] += max(seconds - prefill, 1e-9)
+    row["chunks"][-1][2] += seconds
+    row["tokens"] += len(result.tokens) - 1
+    row["forwards"] += result.forwards
+    row["correct"] += correct
+    row["problems"] += 1
+    row["identical"] += result.tokens == reference
+    row["fed"] += result.fed
+    for a in result.accepted if result.fed else []:  # per-forward counts unknown inside generate
+        row["hist"][str(a)] = row["hist"].get(str(a), 0) + 1
+
+
+def run_bucket(length: str) -> dict:
+    """Every method on cfg.problems held-out problems of one length bucket: the raw totals."""
+    cfg = SHARED["bench"]
+    dtype = getattr(torch, cfg.dtype)
+    models = {name: load(name, cfg.device, dtype)[0] for name in MODELS}
+    tokenizer = load("base")[1]
+    models["counter"] = {"jacobi-forcing": ForwardCounter(models["jacobi-forcing"])}
+    rows = methods(models, cfg)
+    for row in rows:
+        row.update(tokens=0, forwards=0, correct=0, problems=0, identical=0, fed=[], hist={}, chunks=[])
+    problems = task.problems("test", cfg.problems, seed=cfg.seed, length=length)
+    for row in rows:
+        row["run"](tokenizer(problems[0].prompt)["input_ids"])  # warm-up
+    chunk = max(1, len(problems) // cfg.chunks)
+    for i, p in enumerate(tqdm(problems, desc=f"benchmark ({length})")):
+        ids = tokenizer(p.prompt)["input_ids"]
+        pre = prefill_time(models["base"], ids)
+        references = {}
+        for row in rows:
+            result, seconds = timed(row["run"], ids)
+            if i % chunk == 0 and len(row["chunks"]) < cfg.chunks:
+                row["chunks"].append([0, 0.0, 0.0])
+            correct = task.is_correct(tokenizer.decode(result.tokens), p.answer)
+            record(row, result, seconds, pre, correct, references.setdefault(row["model"], result.tokens))
+    return {"rows": [{k: v for k, v in r.items() if k != "run"} for r in rows],
+            "answer_tokens": rows[0]["tokens"] / len(problems) + 1}
+
+
+def run(cfg: BenchConfig = BenchConfig(), out: Path | None = BENCHMARK_OUT) -> dict:
+    """Run every method on every length bucket; write and return the results."""
+    SHARED["bench"] = cfg
+    workers = cfg.workers if cfg.device == "cpu" else 1
+    raw = pmap(run_bucket, cfg.lengths, workers, "length buckets")
+    torch.set_num_threads(timed_threads(workers))  # L(k) on the timed runs' threads
+    latency = cost_model(load("base", cfg.device, getattr(torch, cfg.dtype))[0], cfg.cost_ks, cfg.cost_context)
+    buckets = {}
+    for length, bucket in zip(cfg.lengths, raw):
+        ar = bucket["rows"][0]
+        buckets[length] = {"problems": cfg.problems, "answer_tokens": bucket["answer_tokens"],
+                           "methods": [summarise(r, ar, latency, cfg.cost_ks) for r in bucket["rows"]]}
+    results = {"meta": meta(cfg, threads=timed_threads(workers)), "buckets": buckets,
+               "cost_model": {"k": cfg.cost_ks, "latency_s": latency, "context": cfg.cost_context}}
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(results, indent=1))
+    return results
+
+
+def meta(cfg: BenchConfig, threads: int) -> dict:
+    return {"config": asdict(cfg), "device": cfg.device, "dtype": cfg.dtype, "threads": threads,
+            "machine": machine(), "date": time.strftime("%Y-%m-%d"),
+            "prefill": "speedup excludes it (timed separately and subtracted); speedup_with_prefill includes it"}
+
+
+def format_table(results: dict) -> str:
+    lines = []
+    for length, bucket in results["buckets"].items():
+        lo, hi = task.BUCKETS[length]
+        lines.append(f"{length} answers ({lo}-{hi} tokens, mean {bucket['answer_tokens']:.0f}), "
+                     f"{bucket['problems']} held-out problems")
+        lines.append(f"  {'method':22s} {'model':15s} {'n':>3s} {'TPF':>6s} {'speedup':>8s} {'range':>13s} "
+                     f"{'+prefill':>8s} {'predicted':>9s} {'accuracy':>8s}")
+        for r in bucket["methods"]:
+            pred = f"{r['predicted_speedup']:.2f}x" if r["predicted_speedup"] else "-"
+            lines.append(f"  {r['method']:22s} {r['model']:15s} {r['block_size']:3d} {r['tpf']:6.2f} "
+                         f"{r['speedup_median']:7.2f}x [{r['speedup_range'][0]:.2f}, {r['speedup_range'][1]:.2f}] "
+                         f"{r['speedup_with_prefill_median']:7.2f}x {pred:>9s} {100 * r['accuracy']:7.1f}%")
+    return "\n".join(lines)
+
+
+def score_job(job: tuple[str, str]) -> dict:
+    """`train.evaluate` of one model on the held-out problems of one length bucket."""
+    name, length = job
+    cfg = SHARED["scores"]
+    model, tokenizer = load(name, cfg["device"])
+    problems = task.problems("test", cfg["problems"], seed=cfg["seed"], length=length)
+    return evaluate(model, tokenizer, problems, cfg["block_size"], progress=False)
+
+
+def scores(models: list[str], lengths: list[str], problems: int, block_size: int = 16, workers: int = 2,
+           seed: int = 0, device: str = "cpu") -> list[dict]:
+    """For each model, {length: held-out accuracy, TPF of greedy Jacobi at `block_size`, repetition},
+    on the benchmark's problems (the same `seed`), one (model, length) job per one-thread process."""
+    SHARED["scores"] = {"problems": problems, "block_size": block_size, "seed": seed, "device": device}
+    jobs = [(name, length) for name in models for length in lengths]
+    results = iter(pmap(score_job, jobs, min(workers, len(jobs)) if device == "cpu" else 1, "evaluate"))
+    return [{length: next(results) for length in lengths} for _ in models]
+
+
+@dataclass
+class SweepConfig:
+    model: str = "jacobi-forcing"
+    problems: int = 30
+    length: str = "long"
+    block_sizes: list[int] = field(default_factory=lambda: [16, 32])
+    blocks: list[int] = field(default_factory=lambda: [1, 2, 3])
+    spawn_ratios: list[float] = field(default_factory=lambda: [0.25, 0.85])
+    pool_sizes: list[int] = field(default_factory=lambda: [0, 4])
+    max_new_tokens: int = task.MAX_ANSWER_TOKENS
+    workers: int = 2
+
+
+def sweep_settings(cfg: SweepConfig, n: int) -> list[tuple]:
+    """(n, K, r, pool, official) to measure: r only matters with K > 1, `official` with K > 1 or a pool."""
+    return [(n, k, r, pool, official) for k in cfg.blocks for r in cfg.spawn_ratios for pool in cfg.pool_sizes
+            for official in (False, True)
+            if (k > 1 or r == cfg.spawn_ratios[0]) and (not official or k > 1 or pool > 0)]
+
+
+def sweep_block_size(n: int) -> list[dict]:
+    cfg = SHARED["sweep"]
+    model, tokenizer = load(cfg.model)
+    prompts = [tokenizer(p.prompt)["input_ids"] for p in task.problems("test", cfg.problems, length=cfg.length)]
+    rows = []
+    for n, k, r, pool, official in sweep_settings(cfg, n):
+        tokens = forwards = 0
+        ar_time = method_time = 0.0
+        for ids in prompts:
+            ar, t_ar = timed(greedy_decode, model, ids, cfg.max_new_tokens)
+            result, t = timed(lambda: multiblock_decode(model, ids, n, cfg.max_new_tokens, k, r, pool, official=official))
+            assert result.tokens == ar.tokens, "multi-block decoding diverged from greedy decoding"
+            tokens, forwards = tokens + sum(result.accepted), forwards + result.forwards
+            ar_time, method_time = ar_time + t_ar, method_time + t
+        rows.append({"block_size": n, "blocks": k, "spawn_ratio": r, "pool_size": pool, "official": official,
+                     "tpf": tokens / forwards, "speedup": ar_time / method_time})
+    return rows
+
+
+def sweep(cfg: SweepConfig = SweepConfig(), out: Path | None = SWEEP_OUT) -> list[dict]:
+    """TPF and speedup over AR of multi-block + recycling for every (n, K, r, pool), ours and the
+    official variant, on one model and length bucket: one one-thread process per block size, or with
+    `workers` = 1 all of them in this process, on all its threads (the thread count is in `out`)."""
+    SHARED["sweep"] = cfg
+    rows = [row for part in pmap(sweep_block_size, cfg.block_sizes, cfg.workers, "multi-block sweep") for row in part]
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps({"model": cfg.model, "problems": cfg.problems, "length": cfg.length,
+                                   "threads": timed_threads(cfg.workers), "machine": machine(), "rows": rows},
+                                  indent=1))
+    return rows
+
+
+def bench_command(args) -> None:
+    cfg = BenchConfig(problems=args.problems, lengths=args.lengths, block_sizes=args.block_sizes,
+                      workers=args.workers, device=args.device, dtype=str(dtype_of(args)).removeprefix("torch."))
+    print(format_table(run(cfg, args.out)))
+
+
+def sweep_command(args) -> None:
+    cfg = SweepConfig(model=args.model, problems=args.problems, length=args.length, block_sizes=args.block_sizes,
+                      blocks=args.blocks, spawn_ratios=args.spawn_ratios, pool_sizes=args.pool_sizes,
+                      workers=args.workers)
+    for row in sweep(cfg, args.out):
+        print(row)
+
+
+def eval_command(args) -> None:
+    """Scores of every model on every length bucket: printed, and written to --out."""
+    labels = args.labels or args.models
+    if len(labels) != len(args.models):
+        raise ValueError(f"--labels names {len(labels)} models, --models {len(args.models)}")
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"each model needs a label of its own, got {labels}")
+    table = scores(args.models, args.lengths, args.problems, args.block_size, args.workers, seed=args.seed,
+                   device=args.device)
+    for label, row in zip(labels, table):
+        for length, s in row.items():
+            print(f"{label}  {length:6s}  accuracy {s['accuracy']:.1%}  TPF {s['tpf']:.2f}  repetition {s['repetition']:.3f}")
+    if args.out:
+        args.out.write_text(json.dumps({"problems": args.problems, "seed": args.seed, "block_size": args.block_size,
+                                        "models": dict(zip(labels, args.models)),
+                                        "scores": dict(zip(labels, table))}, indent=1))
+
+
+def cost_model_command(args, model, tokenizer) -> None:
+    latency = cost_model(model, args.ks, context=args.context)
+    costs = {"k": args.ks, "latency_s": latency, "context": args.context,
+             "meta": {"model": args.model, "dtype": str(model.dtype), "threads": torch.get_num_threads(),
+                      "machine": machine()}}
+    args.out.write_text(json.dumps(costs, indent=1))
+    print({k: f"L(k)/L(1) = {t / latency[0]:.2f}" for k, t in zip(args.ks, latency)})
+
+
+def add_commands(commands) -> None:
+    p = commands.add_parser("bench", help="every method on held-out problems of each length bucket: TPF, speedup, "
+                                          "accuracy, cost model (~30 min on 2 cores)")
+    p.add_argument("--problems", type=at_least(1), default=BenchConfig.problems, help="per length bucket")
+    p.add_argument("--lengths", nargs="+", default=list(task.BUCKETS), choices=list(task.BUCKETS))
+    p.add_argument("--block-sizes", type=at_least(1), nargs="+", default=BenchConfig().block_sizes)
+    p.add_argument("--workers", type=at_least(1), default=2, help="CPU processes (one thread each), one length bucket each")
+    device_args(p)
+    p.add_argument("--out", type=Path, default=BENCHMARK_OUT)
+    p.set_defaults(run=bench_command)
+
+    p = commands.add_parser("sweep", help="multi-block + recycling over (n, K, r, pool, ours/official) on one model: "
+                                          "TPF, speedup (~17 min on 2 cores)")
+    p.add_argument("--model", default="jacobi-forcing")
+    p.add_argument("--problems", type=at_least(1), default=SweepConfig.problems)
+    p.add_argument("--length", default=SweepConfig.length, choices=list(task.BUCKETS))
+    p.add_argument("--block-sizes", type=at_least(1), nargs="+", default=SweepConfig().block_sizes, help="n")
+    p.add_argument("--blocks", type=at_least(1), nargs="+", default=SweepConfig().blocks, help="K")
+    p.add_argument("--spawn-ratios", type=probability, nargs="+", default=SweepConfig().spawn_ratios, help="r")
+    p.add_argument("--pool-sizes", type=at_least(0), nargs="+", default=SweepConfig().pool_sizes)
+    p.add_argument("--workers", type=at_least(1), default=SweepConfig.workers,
+                   help="CPU processes of one thread each, one block size each; 1: this process, on all its threads")
+    p.add_argument("--out", type=Path, default=SWEEP_OUT)
+    p.set_defaults(run=sweep_command)
+
+    p = commands.add_parser("eval", help="held-out accuracy, TPF of greedy Jacobi and repetition of models, per length bucket")
+    p.add_argument("--models", "--model", nargs="+", default=["base"],
+                   help="embedded names (base, jacobi-forcing, cllm) or checkpoint directories")
+    device_args(p, dtype=False)
+    p.add_argument("--problems", type=at_least(1), default=500, help="per length bucket")
+    p.add_argument("--lengths", nargs="+", default=["mix"], choices=task.LENGTHS,
+                   help="length buckets (mix: all three, drawn together)")
+    p.add_argument("--block-size", type=at_least(1), default=16)
+    p.add_argument("--workers", type=at_least(1), default=2, help="CPU processes (one thread each)")
+    p.add_argument("--seed", type=at_least(0), default=0,
+                   help="which held-out problems (0: the scoreboard's; docs/results.md names the test seed)")
+    p.add_argument("--labels", nargs="+", help="names the models are recorded under (default: --models)")
+    p.add_argument("--out", type=Path, help="JSON file for the scores")
+    p.set_defaults(run=eval_command)
+
+    p = commands.add_parser("cost-model", help="L(k): latency of one forward of k new tokens on a cached context")
+    model_args(p, default="qwen2.5-coder-0.5b-instruct")
+    p.add_argument("--ks", type=at_least(1), nargs="+", default=[1, 2, 4, 8, 16, 32, 64, 128])
+    p.add_argument("--context", type=at_least(1), default=256, help="tokens already in the KV cache")
+    p.add_argument("--out", type=Path, required=True, help="JSON file")
+    p.set_defaults(run=with_model(cost_model_command))

@@ -1,0 +1,55 @@
+"""jacobi-min commands: `python -m jacobi_min <command> --help` for each one's arguments."""
+import argparse
+import runpy
+import sys
+from pathlib import Path
+
+from . import bench, demo, exactness, figures, generate, pipeline, recipe, tiny
+
+# Each module registers its own commands (arguments beside the code they configure), in this order:
+OWNERS = (
+    demo,        # demo, animate: the embedded models at work
+    generate,    # generate: decode your own prompt
+    tiny,        # train-base: the embedded base model
+    pipeline,    # collect, train, pipeline: trajectories, one training run, and every model in one command
+    bench,       # bench, sweep, eval, cost-model: the measurements
+    recipe,      # recipe: Jacobi Forcing on the real Qwen
+    exactness,   # exactness: every decoder against generate on real prompts
+    figures,     # figures: every PNG from the results files
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Every command and its arguments; the epilog lists every command's usage."""
+    parser = argparse.ArgumentParser(prog="python -m jacobi_min", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    for module in OWNERS:
+        module.add_commands(commands)
+    commands.add_parser("controls", help=f"moved to {CONTROLS} (this alias runs it from a clone)", add_help=False)
+    parser.epilog = "arguments of every command:\n" + "".join(
+        "  " + sub.format_usage().replace("usage: ", "") for sub in commands.choices.values())
+    return parser
+
+
+CONTROLS = Path("experiments/controls/controls.py")  # an experiment, outside the package
+
+
+def run_controls(options: list[str]) -> None:
+    """The `controls` command of earlier releases: the experiment's script, when run from a clone."""
+    if not CONTROLS.exists():
+        sys.exit(f"error: the controls are an experiment now: run python {CONTROLS} from a clone of the repository")
+    sys.argv = [str(CONTROLS), *options]
+    runpy.run_path(str(CONTROLS), run_name="__main__")
+
+
+def main(argv=None):
+    """Run one command; a bad input (a ValueError or a missing file) ends with its message, not a traceback."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["controls"]:
+        return run_controls(argv[1:])
+    args = build_parser().parse_args(argv)
+    try:
+        args.run(args)
+    except (ValueError, FileNotFoundError) as err:
+        sys.exit(f"error: {err}")

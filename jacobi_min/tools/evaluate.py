@@ -1,0 +1,74 @@
+"""Scoring a model on held-out problems: accuracy, tokens per forward of greedy Jacobi, repetition.
+
+The embedded models answer the task's `Question: … Answer:` prompts (`task`); a chat model
+(the real Qwen) gets the question as a user message with the GSM8K instruction and is scored
+on its final boxed number (`realtasks`).
+"""
+from functools import partial
+
+import torch
+from tqdm import tqdm
+
+from ..jacobi import jacobi_decode
+from ..train import TrainConfig, train
+from . import realtasks, task
+
+
+def repetition(tokens: list[int]) -> float:
+    """Share of tokens equal to the one before: ~0 for healthy text, → 1 in a collapse."""
+    return sum(a == b for a, b in zip(tokens, tokens[1:])) / max(1, len(tokens) - 1)
+
+
+def prompt_ids(tokenizer, problem: task.Problem) -> list[int]:
+    """The embedded models' `Question: … Answer:` prompt; for a chat model (a tokenizer with a chat
+    template), the question as the user's message with the GSM8K instruction (boxed answer)."""
+    if tokenizer.chat_template:
+        return realtasks.chat_ids(tokenizer, f"{problem.question}\n{realtasks.GSM8K_INSTRUCTION}")
+    return tokenizer(problem.prompt)["input_ids"]
+
+
+def is_correct(tokenizer, tokens: list[int], problem: task.Problem) -> bool:
+    """`#### answer` for the embedded models; a chat model's final (boxed) number."""
+    text = tokenizer.decode(tokens, skip_special_tokens=True)
+    if tokenizer.chat_template:
+        return realtasks.gsm8k_correct(text, f"#### {problem.answer}")
+    return task.is_correct(text, problem.answer)
+
+
+@torch.no_grad()
+def evaluate(model, tokenizer, problems: list[task.Problem], block_size: int,
+             max_new_tokens: int = task.MAX_ANSWER_TOKENS, progress: bool = True) -> dict:
+    """Held-out accuracy, TPF of greedy Jacobi at `block_size`, and repetition."""
+    model.eval()
+    correct, tokens, forwards, rep = [], 0, 0, 0.0
+    for p in tqdm(problems, desc="evaluate", leave=False, disable=not progress):
+        result = jacobi_decode(model, prompt_ids(tokenizer, p), block_size, max_new_tokens)
+        correct.append(is_correct(tokenizer, result.tokens, p))
+        tokens, forwards = tokens + sum(result.accepted), forwards + result.forwards
+        rep += repetition(result.tokens)
+    model.train()
+    n = len(problems)
+    return {"accuracy": sum(correct) / n, "tpf": tokens / forwards, "repetition": rep / n,
+            "correct": bucket_counts(problems, correct)}
+
+
+def bucket_counts(problems: list[task.Problem], correct: list[bool]) -> dict[str, list[int]]:
+    """{bucket: [correct, problems]} over the length buckets the problems fall in."""
+    counts = {}
+    for p, ok in zip(problems, correct):
+        tally = counts.setdefault(task.bucket_of(task.answer_length(p)), [0, 0])
+        tally[0], tally[1] = tally[0] + ok, tally[1] + 1
+    return counts
+
+
+def held_out_check(tokenizer, problems: int, block_size: int = 16):
+    """The training loop's check (`train(check=...)`): `evaluate` on `problems` held-out problems
+    of the task's test split (seed 1), or None when there are none."""
+    held_out = task.problems("test", problems, seed=1)
+    return partial(evaluate, tokenizer=tokenizer, problems=held_out, block_size=block_size) if held_out else None
+
+
+def train_and_check(model, tokenizer, trajectories: list[dict], cfg: TrainConfig, out_dir=None, **options) -> list[dict]:
+    """`train` with the held-out check its config asks for (`eval_problems`, `eval_block_size`)."""
+    check = held_out_check(tokenizer, cfg.eval_problems, cfg.eval_block_size)
+    return train(model, tokenizer, trajectories, cfg, out_dir, check=check, **options)

@@ -1,0 +1,467 @@
+"""Progressive Jacobi Forcing on the embedded model, with its CLLM baseline, in one command.
+
+Every round is one `Round` (the recipe is the list `ROUNDS`), run by `progressive_round`:
+
+    collect the current model's trajectories at n = block (right answers only, from round 3 on)
+    train `runs` copies of it (seeds s, s + 1, …) and average their weights:  θ̄ = (1/k) Σ θ_i
+    continue the average with each of `polishes` (50 steps) and average again: θ = ½(θ_ar(θ̄) + θ_long(θ̄))
+
+    round 1: n = 16 from the base, lr 5e-4, 1,600 steps;  round 2: n = 32, lr 3e-4, 800 steps
+    rounds 3, 4, 5: n = 32, 16, 16; two 800-step runs at λ = 30 without the official 1/T, two polishes
+CLLM's trainer runs on round 1's trajectories for rounds 1 and 2's steps; `--stage all` adds the ablation.
+
+Decision: the official recipe is two rounds at lr 1e-6 on a 7B model; a tiny model needs higher
+learning rates, AdamW ε = 1e-4, a random offset, three more rounds, weight averaging and right
+answers only to reach ~4 tokens per forward (each measured in docs/results.md).
+"""
+import copy
+import hashlib
+import json
+import multiprocessing as mp
+import sys
+import time
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
+from functools import partial
+from pathlib import Path
+
+import torch
+
+from .. import trajectories
+from ..model import load
+from ..train import BUCKETS, CLLM, METHODS, TrainConfig, save_checkpoint, train
+from ..trajectories import SCHEDULES
+from ..utils import SHARED, atomic_write, pmap
+from . import task
+from .cli import at_least, device_args, model_args, with_model
+from .evaluate import evaluate, held_out_check, is_correct, prompt_ids, train_and_check
+
+ABLATION = {  # variant -> TrainConfig changes from round 1 (λ = 10, random offset)
+    "progressive": {}, "random": {"schedule": "random"}, "reverse": {"schedule": "reverse"},
+    "progressive, offset 0": {"random_offset": False},
+    "λ = 3": {"lam": 3.0}, "λ = 30": {"lam": 30.0},
+}
+SEEDED = ("progressive", "random", "reverse")
+RECIPE = {"lr": 5e-4, "lam": 10.0, "adam_eps": 1e-4, "random_offset": True}
+LATE = {**RECIPE, "lr": 3e-4, "lam": 30.0, "undivided_consistency": True}  # rounds 3 to 5
+POLISH = {"steps": 50, "lr": 3e-5, "adam_eps": 1e-4, "ar_on_prompt": False}
+POLISHES = {  # name -> a continuation of the runs' average: AR only, or keeping long answers' consistency
+    "ar": TrainConfig(**POLISH, consistency_on=()),
+    "long": TrainConfig(**POLISH, consistency_on=("long",), lam=30.0, undivided_consistency=True, random_offset=True),
+}
+
+
+@dataclass
+class Round:
+    """One round: trajectories at n = `block` of the model so far (right answers only with
+    `right_only`), `runs` training runs under `config` averaged, then `polishes` averaged."""
+    block: int
+    config: TrainConfig
+    runs: int = 1
+    right_only: bool = False
+    polishes: dict = field(default_factory=dict)
+
+
+def late_round(block: int) -> Round:
+    return Round(block, TrainConfig(steps=800, **LATE), runs=2, right_only=True, polishes=dict(POLISHES))
+
+
+ROUNDS = (Round(16, TrainConfig(steps=1600, **RECIPE)), Round(32, TrainConfig(steps=800, **{**RECIPE, "lr": 3e-4})),
+          late_round(32), late_round(16), late_round(16))
+
+
+@dataclass
+class PipelineConfig:
+    rounds: tuple = ROUNDS
+    train_prompts: int = 4000
+    max_new_tokens: int = task.MAX_ANSWER_TOKENS
+    cllm_lam: float = 30.0  # the CLLM baseline's λ (its phases take every other setting from rounds 1 and 2)
+    ablation: dict = field(default_factory=lambda: dict(ABLATION))
+    ablation_seeds: int = 3
+    ablation_steps: int = 150
+    ablation_problems: int = 40
+    workers: int = 2
+    seed: int = 0
+    base: str = "base"  # the model to start from: an embedded name, a directory, an alias or a hub id
+    device: str = "cpu"
+    out: Path = Path("runs/checkpoints")  # checkpoints land in out/jacobi-forcing and out/cllm
+    results: Path = Path("figures/results")  # the ablation lands in results/ablation.json
+
+
+def with_training(cfg: PipelineConfig, seed: int, lam: float | None = None) -> PipelineConfig:
+    """`cfg` with every training run seeded by `seed` (a round's runs by seed, seed + 1, …) and, when
+    given, rounds 1 and 2 and the ablation at AR weight `lam` (CLLM keeps `cllm_lam`)."""
+    def seeded(r: Round, number: int) -> Round:
+        changes = {"seed": seed} if lam is None or number > 2 else {"seed": seed, "lam": lam}
+        return replace(r, config=replace(r.config, **changes),
+                       polishes={k: replace(p, seed=seed) for k, p in r.polishes.items()})
+    return replace(cfg, rounds=tuple(seeded(r, i) for i, r in enumerate(cfg.rounds, start=1)))
+
+
+def prompts(tokenizer, count: int, seed: int) -> list[list[int]]:
+    return [prompt_ids(tokenizer, p) for p in task.problems("train", count, seed=seed)]
+
+
+def collect(model, tokenizer, cfg: PipelineConfig, block_size: int, desc: str) -> list[dict]:
+    ids = prompts(tokenizer, cfg.train_prompts, cfg.seed)
+    return trajectories.collect(model, ids, block_size, cfg.max_new_tokens, seed=cfg.seed, desc=desc,
+                                workers=cfg.workers)
+
+
+def join_logs(first: list[dict], *later: list[dict]) -> list[dict]:
+    """One log over the rounds: each round's steps continue the one before (its step 0 is that
+    round's end); rows after round 1's carry their round's number."""
+    joined = list(first)
+    for number, log in enumerate(later, start=2):
+        joined += [{**row, "step": row["step"] + joined[-1]["step"], "round": number} for row in log]
+    return joined
+
+
+def right_answers(records: list[dict], problems: list[task.Problem], tokenizer) -> list[dict]:
+    """The trajectories whose answer (the fixed points of their blocks) solves their problem: a
+    trajectory's targets are the model's own answer, so a wrong one would be trained on as right."""
+    return [r for r, p in zip(records, problems, strict=True)
+            if is_correct(tokenizer, [token for states in r["blocks"] for token in states[-1]], p)]
+
+
+def average(states: list[dict]) -> dict:
+    """θ̄ = (1/k) Σ θ_i, weight by weight."""
+    return {k: sum(s[k] for s in states) / len(states) for k in states[0]}
+
+
+class Work:
+    """The work folder: every finished stage's output and a `<stage>.done` file with its wall
+    time, so that a rerun after an interruption resumes after the last finished stage. Files
+    are written to a temporary name, then renamed: a stage is either finished or absent."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def times(self) -> dict[str, int]:
+        return {p.stem: int(p.read_text()) for p in sorted(self.folder.glob("*.done"))}
+
+    def done(self, name: str, start: float) -> None:
+        atomic_write(self.folder / f"{name}.done", str(round(time.time() - start)))
+
+    def settle(self, name: str, settings: dict) -> None:
+        """Record the settings stage `name` is made with; a ValueError when the folder already holds
+        that stage (finished or interrupted) made with other settings, which a rerun would reuse."""
+        path = self.folder / f"{name}.settings.json"
+        text = json.dumps(settings, sort_keys=True, default=str)
+        if not path.exists():
+            atomic_write(path, text)
+        elif path.read_text() != text:
+            old, new = flat(json.loads(path.read_text())), flat(json.loads(text))
+            changed = sorted(k for k in {*old, *new} if old.get(k) != new.get(k))
+            raise ValueError(f"{self.folder} holds stage '{name}' made with other settings ({', '.join(changed)} differ): "
+                             "give this run another --work folder")
+
+    def trajectories(self, name: str, make) -> list[dict]:
+        """The trajectories `make()` returns, from `name`.jsonl when an earlier run finished them."""
+        path = self.folder / f"{name}.jsonl"
+        if not (self.folder / f"{name}.done").exists():
+            start = time.time()
+            trajectories.save(path, make())
+            self.done(name, start)
+        return trajectories.load(path)
+
+    def result(self, name: str, make) -> dict:
+        """The JSON result `make()` returns, from `name`.json when an earlier run finished it."""
+        path = self.folder / f"{name}.json"
+        if not (self.folder / f"{name}.done").exists():
+            start = time.time()
+            atomic_write(path, json.dumps(make()))
+            self.done(name, start)
+        return json.loads(path.read_text())
+
+    def training(self, name: str, model, make) -> list[dict]:
+        """Train `model` with `make(resume)` (which returns the log, keeping snapshots in `resume` so
+        that an interrupted stage continues where it stopped), or load the float32 weights and log
+        an earlier run saved under `name`."""
+        path = self.folder / f"{name}.pt"
+        if (self.folder / f"{name}.done").exists():
+            state = torch.load(path)
+            model.load_state_dict(state["model"])
+            return state["log"]
+        start = time.time()
+        log = make(self.folder / f"{name}.resume.pt")
+        atomic_write(path, lambda tmp: torch.save({"model": model.state_dict(), "log": log}, tmp))
+        self.done(name, start)
+        return log
+
+
+def flat(settings: dict, prefix: str = "") -> dict:
+    """{"round1": {"seed": 0}} as {"round1.seed": 0}."""
+    out = {}
+    for key, value in settings.items():
+        out.update(flat(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}": value})
+    return out
+
+
+def round1_trajectories(cfg: PipelineConfig, work: Work) -> list[dict]:
+    work.settle("round1", {"base": cfg.base, "prompts": cfg.train_prompts, "seed": cfg.seed,
+                           "block": cfg.rounds[0].block, "max_new_tokens": cfg.max_new_tokens})
+    model, tokenizer = load(cfg.base, cfg.device)
+    return work.trajectories("round1", lambda: collect(model, tokenizer, cfg, cfg.rounds[0].block,
+                                                       f"trajectories n={cfg.rounds[0].block} (base)"))
+
+
+def jacobi_forcing(cfg: PipelineConfig, work: Work) -> None:
+    """Every round in turn, from the base model; the checkpoint records the settings and each stage's wall time."""
+    model, tokenizer = load(cfg.base, cfg.device)
+    before, logs = {}, []
+    for number, spec in enumerate(cfg.rounds, start=1):
+        before[f"round{number}"] = asdict(spec)
+        logs.append(progressive_round(model, tokenizer, cfg, work, number, before))
+    settings = {k: v for k, v in asdict(cfg).items() if k not in ("out", "results")}
+    seconds = {k: v for k, v in work.times.items() if not k.startswith(("cllm", "ablation"))}
+    save_checkpoint(model, tokenizer, cfg.out / "jacobi-forcing", cfg.rounds[-1].config, join_logs(*logs),
+                    extra={"pipeline": settings, "seconds": seconds, "log": "each round's first run"})
+
+
+def progressive_round(model, tokenizer, cfg: PipelineConfig, work: Work, number: int, before: dict) -> list[dict]:
+    """Round `number` (see the module's docstring) from `model`, left in `model`; returns its first run's log."""
+    spec, name = cfg.rounds[number - 1], f"round{number}"
+    problems = task.problems("train", cfg.train_prompts, seed=cfg.seed)
+
+    def make():
+        records = collect(model, tokenizer, cfg, spec.block, f"trajectories n={spec.block} (round {number - 1})")
+        return right_answers(records, problems, tokenizer) if spec.right_only else records
+
+    if number == 1:
+        traj = round1_trajectories(cfg, work)
+    else:
+        work.settle(name, {**before, "prompts": cfg.train_prompts, "seed": cfg.seed})
+        traj = work.trajectories(name, make)
+    if spec.right_only and not traj:
+        raise ValueError(f"round {number}: none of the {len(problems)} answers is right; there is nothing to train on")
+    runs = {f"train_{name}" + (f"_s{i}" if spec.runs > 1 else ""): replace(spec.config, seed=spec.config.seed + i)
+            for i in range(spec.runs)}
+    logs = averaged_runs(model, tokenizer, traj, runs, cfg, work, before)
+    polishes = {f"{name}_polish_{k}": p for k, p in spec.polishes.items()}
+    if polishes:
+        averaged_runs(model, tokenizer, traj, polishes, cfg, work, {**before, "runs": [asdict(c) for c in runs.values()]})
+    return logs[0]
+
+
+def averaged_runs(model, tokenizer, traj: list[dict], runs: dict[str, TrainConfig], cfg: PipelineConfig,
+                  work: Work, before: dict) -> list[dict]:
+    """Train a copy of `model` under each config (side by side, one process each, on CPU with
+    workers > 1), then leave the average of their weights in `model` (one run: its weights);
+    returns their logs."""
+    start = copy.deepcopy(model.state_dict())
+
+    def run(name: str, config: TrainConfig) -> list[dict]:  # trains, or reads back a finished run
+        model.load_state_dict(start)
+        work.settle(name, {**before, name: asdict(config)})
+        return work.training(name, model, lambda resume: train_and_check(model, tokenizer, traj, config, resume=resume))
+
+    if len(runs) > 1 and cfg.workers > 1 and cfg.device == "cpu":
+        in_parallel([partial(run, name, config) for name, config in runs.items()])
+    logs, states = [], []
+    for name, config in runs.items():
+        logs.append(run(name, config))
+        states.append(copy.deepcopy(model.state_dict()))
+    model.load_state_dict(average(states))
+    return logs
+
+
+def cllm(cfg: PipelineConfig, work: Work) -> None:
+    """The CLLM baseline on the round-1 trajectories (CLLM has no progressive rounds): CLLM's
+    trainer and label smoothing under Jacobi Forcing's optimiser schedule at λ = `cllm_lam`,
+    round 1's steps, then round 2's, both phases at round 1's lr (round 2's lower lr is for Jacobi Forcing's
+    re-collected trajectories). The two models then differ only in what the paper changes:
+    examples per prompt, packing, noise schedule, mask and re-collection."""
+    traj = round1_trajectories(cfg, work)
+    model, tokenizer = load(cfg.base, cfg.device)
+    cllm_settings = {**CLLM, "lam": cfg.cllm_lam}
+    round1, round2 = cfg.rounds[0].config, cfg.rounds[1].config
+    phase1 = replace(round1, **cllm_settings)
+    phase2 = replace(round2, **cllm_settings, lr=round1.lr, seed=round2.seed + 1)  # seed: else phase 1's batches
+    work.settle("cllm_phase1", {"phase1": asdict(phase1)})
+    work.settle("cllm_phase2", {"phase1": asdict(phase1), "phase2": asdict(phase2)})
+    log1 = work.training("cllm_phase1", model, lambda resume: train_and_check(model, tokenizer, traj, phase1, resume=resume))
+    log2 = work.training("cllm_phase2", model, lambda resume: train_and_check(model, tokenizer, traj, phase2, resume=resume))
+    save_checkpoint(model, tokenizer, cfg.out / "cllm", phase2, join_logs(log1, log2),
+                    extra={"phase1": asdict(phase1), "seconds": work.times["cllm_phase1"] + work.times["cllm_phase2"]})
+
+
+def ablation_run(job: tuple[str, int]) -> dict:
+    """One short round 1 from the base model with one variant and seed, scored on long answers;
+    kept in the work folder under a hash of its settings, so a rerun skips it."""
+    name, seed = job
+    cfg, folder, traj, held_out = SHARED["ablation"]
+    config = replace(cfg.rounds[0].config, **cfg.ablation[name], seed=seed, steps=cfg.ablation_steps,
+                     eval_every=cfg.ablation_steps + 1)
+    key = hashlib.sha256(json.dumps([asdict(config), cfg.base, cfg.ablation_problems]).encode()).hexdigest()[:12]
+    path = folder / f"ablation-{key}.json"
+    if path.exists():
+        return json.loads(path.read_text())
+    model, tokenizer = load(cfg.base, cfg.device)
+    train(model, tokenizer, traj, config, progress=False)
+    scores = evaluate(model, tokenizer, held_out, cfg.rounds[0].block, cfg.max_new_tokens, progress=False)
+    result = {"seed": seed, "iterations_per_token": 1 / scores["tpf"], **scores}
+    atomic_write(path, json.dumps(result))
+    return result
+
+
+def ablation(cfg: PipelineConfig, work: Work) -> dict:
+    """Iterations per token (1 / TPF at n = 16) and accuracy on held-out long answers after a
+    short round 1 with each variant; the noise schedules once per seed."""
+    start = time.time()
+    held_out = task.problems("test", cfg.ablation_problems, seed=2, length="long")
+    SHARED["ablation"] = (cfg, work.folder, round1_trajectories(cfg, work), held_out)
+    jobs = [(name, seed) for name in cfg.ablation for seed in range(cfg.ablation_seeds if name in SEEDED else 1)]
+    scores = pmap(ablation_run, jobs, cfg.workers if cfg.device == "cpu" else 1, "ablation")
+    result = {name: [s for (n, _), s in zip(jobs, scores) if n == name] for name in cfg.ablation}
+    cfg.results.mkdir(parents=True, exist_ok=True)
+    (cfg.results / "ablation.json").write_text(json.dumps(
+        {"steps": cfg.ablation_steps, "block_size": cfg.rounds[0].block, "problems": cfg.ablation_problems,
+         "length": "long", "variants": cfg.ablation, "runs": result}, indent=2))
+    work.done("ablation", start)
+    return result
+
+
+def in_parallel(jobs: list) -> None:
+    """Run each job() in a process of its own (one thread each), and wait for all of them."""
+    processes = [mp.get_context("fork").Process(target=one_thread, args=(job,)) for job in jobs]
+    for p in processes:
+        p.start()
+    for p in processes:
+        p.join()
+    if any(p.exitcode != 0 for p in processes):
+        raise RuntimeError("a pipeline stage failed (its error is printed above); rerun the same command to resume")
+
+
+def one_thread(job) -> None:
+    torch.set_num_threads(1)
+    job()
+
+
+def models(cfg: PipelineConfig, work: Work) -> None:
+    """Jacobi Forcing's rounds and the CLLM baseline: on CPU with workers > 1 side by side,
+    one process each (round 1 trains beside CLLM's phases)."""
+    if cfg.workers > 1 and cfg.device == "cpu":
+        in_parallel([partial(jacobi_forcing, cfg, work), partial(cllm, cfg, work)])
+    else:
+        jacobi_forcing(cfg, work)
+        cllm(cfg, work)
+
+
+def models_then_ablation(cfg: PipelineConfig, work: Work) -> None:
+    models(cfg, work)
+    ablation(cfg, work)
+
+
+STAGES = {"models": models, "all": models_then_ablation, "jacobi-forcing": jacobi_forcing, "cllm": cllm,
+          "ablation": ablation}
+
+
+def run(cfg: PipelineConfig = PipelineConfig(), folder: Path = Path("runs/pipeline"), stage: str = "models") -> dict:
+    """One stage of the pipeline, resuming after the stages an earlier run in `folder` finished;
+    returns the wall time of each stage in seconds. Round 1's trajectories come first. `models`
+    (the default) trains both checkpoints, `all` then runs the ablation too."""
+    work = Work(folder)
+    round1_trajectories(cfg, work)
+    STAGES[stage](cfg, work)
+    return work.times
+
+
+def train_config(args) -> TrainConfig:
+    """The `train` command's TrainConfig: one flag per field (`train_flags`), --ar-only for consistency_on=()."""
+    values = {f.name: getattr(args, f.name) for f in fields(TrainConfig)}
+    return TrainConfig(**{**values, "consistency_on": () if args.ar_only else tuple(args.consistency_on)})
+
+
+def train_command(args, model, tokenizer) -> None:
+    cfg = train_config(args)
+    resume = args.out.with_name(args.out.name + ".resume.pt")
+    if resume.exists() and not args.resume:
+        sys.exit(f"{resume} holds an interrupted run: add --resume to continue it, or delete it to start over")
+    check = held_out_check(tokenizer, cfg.eval_problems, cfg.eval_block_size)
+    train(model, tokenizer, trajectories.load(args.trajectories)[:args.limit], cfg, args.out, resume=resume, check=check)
+
+
+def train_flags(parser) -> None:
+    """One flag per TrainConfig field, its help from the field's."""
+    for f in fields(TrainConfig):
+        default = f.default_factory() if f.default is MISSING else f.default
+        name, help = f.metadata["flag"] or "--" + f.name.replace("_", "-"), f.metadata["help"]
+        if isinstance(default, bool):
+            parser.add_argument(name, dest=f.name, action="store_false" if default else "store_true", help=help)
+        elif isinstance(default, tuple):
+            parser.add_argument(name, dest=f.name, nargs="+", default=list(default), help=help,
+                                choices=list(BUCKETS) if f.name == "consistency_on" else None)
+        elif f.name in CHOICES:
+            parser.add_argument(name, dest=f.name, default=default, choices=CHOICES[f.name], help=help)
+        else:
+            low = 0.0 if isinstance(default, float) else (1 if f.name in POSITIVE else 0)
+            kind = str if default is None else at_least(low, type(default))
+            parser.add_argument(name, dest=f.name, type=kind, default=default, help=help)
+
+
+CHOICES = {"method": METHODS, "schedule": SCHEDULES, "autocast": ("bfloat16",)}
+POSITIVE = {"window", "steps", "batch_size", "eval_every", "eval_block_size", "save_every"}
+
+
+def collect_command(args, model, tokenizer) -> None:
+    ids = prompts(tokenizer, args.prompts, seed=0)
+    trajectories.save(args.out, trajectories.collect(model, ids, args.block_size, args.max_new_tokens,
+                                                     workers=args.workers))
+
+
+def pipeline_command(args) -> None:
+    cfg = with_training(PipelineConfig(base=args.base, device=args.device, out=args.out, train_prompts=args.train_prompts,
+                                       workers=args.workers, cllm_lam=args.cllm_lam, results=args.results),
+                        args.train_seed, args.lam)
+    print(run(cfg, args.work, args.stage))
+
+
+def add_commands(commands) -> None:
+    p = commands.add_parser("collect", help="record Jacobi trajectories of training prompts (JSON lines)")
+    model_args(p)
+    p.add_argument("--block-size", type=at_least(1), default=16)
+    p.add_argument("--prompts", type=at_least(1), default=PipelineConfig.train_prompts)
+    p.add_argument("--max-new-tokens", type=at_least(1), default=task.MAX_ANSWER_TOKENS)
+    p.add_argument("--workers", type=at_least(1), default=PipelineConfig.workers,
+                   help="CPU processes (one thread each); the trajectories do not depend on their number")
+    p.add_argument("--out", type=Path, required=True)
+    p.set_defaults(run=with_model(collect_command))
+
+    p = commands.add_parser("train", help="train on trajectories: Jacobi Forcing, or CLLM's trainer")
+    model_args(p)
+    p.add_argument("--trajectories", type=Path, required=True)
+    train_flags(p)
+    p.add_argument("--ar-only", action="store_true", help="no noisy blocks at all: the AR loss on the same packed batches")
+    p.add_argument("--limit", type=at_least(1), default=None, help="train on the first LIMIT trajectories of the file")
+    p.add_argument("--resume", action="store_true",
+                   help="continue an interrupted run from its snapshot OUT.resume.pt (written every --save-every steps)")
+    p.add_argument("--out", type=Path, required=True)
+    p.set_defaults(run=with_model(train_command))
+
+    p = commands.add_parser("pipeline", help="progressive Jacobi Forcing (5 rounds) beside the CLLM baseline "
+                                             "(about 3 h on 2 cores); --stage all adds the ablation")
+    p.add_argument("--work", type=Path, default=Path("runs/pipeline"),
+                   help="trajectories and finished stages; a rerun resumes after the last finished stage")
+    p.add_argument("--base", default="base", help="model to start from (embedded name, directory, alias or hub id)")
+    device_args(p, dtype=False)
+    p.add_argument("--out", type=Path, default=PipelineConfig.out,
+                   help="checkpoints go to OUT/jacobi-forcing and OUT/cllm (jacobi_min/checkpoints rebuilds the shipped ones)")
+    p.add_argument("--results", type=Path, default=PipelineConfig.results,
+                   help="the ablation (--stage all) writes RESULTS/ablation.json (default: figures/results)")
+    p.add_argument("--train-prompts", type=at_least(1), default=PipelineConfig.train_prompts,
+                   help="training prompts whose trajectories are collected in each round")
+    p.add_argument("--workers", type=at_least(1), default=PipelineConfig.workers,
+                   help="CPU processes for trajectory collection and the ablation")
+    p.add_argument("--stage", default="models", choices=list(STAGES),
+                   help="models (default): both checkpoints; all: the models, then the ablation; or one stage "
+                        "only: jacobi-forcing (every round), cllm or ablation")
+    p.add_argument("--train-seed", type=at_least(0), default=0,
+                   help="seed of the training batches and noisy states (the trajectories stay the same)")
+    p.add_argument("--lam", type=at_least(0.0, float), default=None,
+                   help=f"λ, the AR loss weight of Jacobi Forcing's rounds 1 and 2 and the ablation (default {RECIPE['lam']}; "
+                        f"rounds 3 to 5: {LATE['lam']})")
+    p.add_argument("--cllm-lam", type=at_least(0.0, float), default=PipelineConfig.cllm_lam,
+                   help="λ of the CLLM baseline")
+    p.set_defaults(run=pipeline_command)
