@@ -215,36 +215,48 @@ def ablation_panel(ax, data: dict) -> None:
                                       f"{'s' * (len(data['runs'][n]) > 1)})" for n in names], fontsize=8)
     ax.set_xlim(-0.8, len(names) - 0.3)
     ax.set_ylabel("iterations per token (lower is better)")
-    offset = f", {data['offset']}" if "offset" in data else ""
-    ax.set_title(f"round 1: {data['steps']} steps{offset}, n = {data['block_size']},\n{data['problems']} held-out "
+    start = {"offset 0": "every schedule starts at block 0 (the paper's)",
+             "random offset": "each example starts at a random block (the shipped recipe)"}.get(data.get("offset"), "")
+    ax.set_title(f"{start}\nround 1, {data['steps']} steps, n = {data['block_size']}, {data['problems']} held-out "
                  f"{data['length']} answers", fontsize=9)
 
 
+NAMES = {"jacobi-forcing": "Jacobi Forcing", "cllm": "CLLM"}
+
+
+def smoothed(values: list[float], window: int = 50) -> list[float]:
+    """The running mean over the last `window` values (training losses are noisy step to step)."""
+    sums = np.cumsum([0.0, *values])
+    return [(sums[i + 1] - sums[max(0, i + 1 - window)]) / min(i + 1, window) for i in range(len(values))]
+
+
 def training_curves(logs: dict[str, list[dict]]):
-    """Loss, held-out TPF and held-out accuracy (the training loop's 40 problems) of the shipped
-    checkpoints against training step; a dotted line is where a later round / phase starts."""
-    fig, (loss, tpf, accuracy) = plt.subplots(1, 3, figsize=(15, 4))
+    """The two loss terms (each unweighted: CLLM trains at another λ), held-out TPF and held-out
+    accuracy (the training loop's 40 problems) of the shipped checkpoints against training step; a
+    dotted line is where a later round (CLLM: phase) starts."""
+    fig, (consistency, ar, tpf, accuracy) = plt.subplots(1, 4, figsize=(18, 4))
     for name, log in logs.items():
-        color = COLORS["Jacobi Forcing" if name == "jacobi-forcing" else "CLLM"]
+        style = {"label": NAMES.get(name, name), "color": COLORS[NAMES.get(name, "CLLM")]}
         steps = [r for r in log if "loss" in r]  # score-only rows: before each round's first step
-        loss.plot([r["step"] for r in steps], [r["loss"] for r in steps], lw=0.6, label=name, color=color)
+        for ax, key in ((consistency, "consistency"), (ar, "ar")):
+            ax.plot([r["step"] for r in steps], smoothed([r[key] for r in steps]), lw=1, **style)
         evals = [r for r in log if "tpf" in r]
-        tpf.plot([r["step"] for r in evals], [r["tpf"] for r in evals], marker="o", label=name, color=color)
-        accuracy.plot([r["step"] for r in evals], [100 * r["accuracy"] for r in evals], marker="o", label=name,
-                      color=color)
+        tpf.plot([r["step"] for r in evals], [r["tpf"] for r in evals], marker="o", ms=3, **style)
+        accuracy.plot([r["step"] for r in evals], [100 * r["accuracy"] for r in evals], marker="o", ms=3, **style)
     starts = {}
     for r in (r for log in logs.values() for r in log if r.get("round", 1) > 1):
         starts[r["round"]] = min(starts.get(r["round"], r["step"]), r["step"])
-    for ax in (loss, tpf, accuracy):
+    for ax in (consistency, ar, tpf, accuracy):
         for step in starts.values():
             ax.axvline(step, color="grey", ls=":", lw=1)
-    loss.set_yscale("log")
-    loss.set_ylabel("λ·L_AR + L_c")
-    tpf.set_ylabel("held-out TPF, greedy Jacobi at n = 16")
-    accuracy.set_ylabel("held-out accuracy (%)")
-    for ax in (loss, tpf, accuracy):
-        ax.set_xlabel("step")
-        ax.legend()
+        ax.set_xlabel("training step (dotted: the next round begins)")
+    for ax in (consistency, ar):
+        ax.set_yscale("log")
+    consistency.set_ylabel("consistency loss L_c (mean of 50 steps)")
+    ar.set_ylabel("AR loss L_AR, not times λ (mean of 50 steps)")
+    tpf.set_ylabel("held-out tokens per forward (n = 16)")
+    accuracy.set_ylabel("held-out accuracy (%), 40 problems")
+    accuracy.legend()
     return fig
 
 
@@ -342,10 +354,10 @@ def jobs(results_dir: Path, checkpoints: Path, runs_dir: Path = RUNS) -> dict[st
                 "cost_model.png": ([bench], lambda: cost_model(results()))}
     if (results_dir / "ablation.json").exists():
         folder = runs_dir
-        longer = [files for files in (schedule_files(folder / "schedules"),
-                                      schedule_files(folder / "schedules-offset0", random_from=folder / "schedules")) if files]
-        studies = lambda: ([json.loads((results_dir / "ablation.json").read_text())]
-                           + [schedule_study(files) for files in longer])
+        longer = [files for files in (schedule_files(folder / "schedules-offset0", random_from=folder / "schedules"),
+                                      schedule_files(folder / "schedules")) if files]
+        studies = lambda: ([schedule_study(files) for files in longer]
+                           or [json.loads((results_dir / "ablation.json").read_text())])
         inputs = [results_dir / "ablation.json", *dict.fromkeys(path for files in longer for path in files)]
         inputs += [schedule_config(path) for path in inputs[1:]]
         out["noise_schedule_ablation.png"] = (inputs, lambda: ablation(studies()))
