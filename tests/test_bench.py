@@ -84,7 +84,7 @@ def test_figures_rebuild_from_results_only(tiny_results, tmp_path):
     logs = tmp_path / "checkpoints"
     for name in ("jacobi-forcing", "cllm"):
         (logs / name).mkdir(parents=True)
-        rows = [{"step": s, "loss": 5.0 / s, "consistency": 1.0 / s} | ({"tpf": 1 + s / 10, "accuracy": 0.8} if s % 5 == 0 else {})
+        rows = [{"step": s, "loss": 5.0 / s, "ar": 0.4 / s, "consistency": 1.0 / s} | ({"tpf": 1 + s / 10, "accuracy": 0.8} if s % 5 == 0 else {})
                 for s in range(1, 11)]
         (logs / name / "train_log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "figures"
