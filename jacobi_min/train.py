@@ -3,15 +3,15 @@
 Each step draws a length bucket and a batch of its trajectories, picks for block j the
 state whose noise level is closest to the schedule's t_j = W[j mod w] (`trajectories`),
 packs the response (`packing`), runs ONE forward and minimises L = λ · L_AR + L_c / T (`losses`).
+`jacobi-forcing`: progressive noise schedule, noisy-context mask. `cllm`, as CLLM's trainer:
+one example per (prompt, block), a uniformly drawn state after the clean blocks before it, T = 1.
 
-- `jacobi-forcing`: progressive noise schedule over a window of w blocks, noisy-context mask.
-- `cllm`, as CLLM's trainer does it: one example per (prompt, block), a uniformly drawn state
-  after the clean blocks before it, T = 1 (settings: `CLLM`). Decision: one packed forward
-  instead of CLLM's two (the packing test proves them equal).
-
-The recipe's departures from the official trainer (AdamW ε = 1e-4, a random schedule offset,
-no 1/T from round 3 on) are measured in docs/results.md. A `check(model)` runs at step 0, 50,
-100 and every `eval_every` steps: an early collapse is a recipe fault.
+Decisions (measured in experiments/JOURNAL.md): CLLM in one packed forward instead of its two
+(the packing test proves them equal), its mean from the first wrong input token (the position
+before has KL 0); AdamW ε = 1e-4, not 1e-8, so noise-only gradients barely move weights; each
+example's schedule starts at a random block of the window (from block 0 a short answer's blocks
+always get t = 0, 1/15, 2/15); `undivided_consistency` drops the official 1/T (rounds 3–5).
+A `check(model)` runs at step 0, 50, 100 and every `eval_every` steps: an early collapse is a recipe fault.
 """
 import copy
 import json
@@ -63,7 +63,8 @@ class TrainConfig:
     seed: int = option(0, "seed of the batches and noisy states")
     autocast: str | None = option(None, "bfloat16: float32 master weights, the forward in bfloat16 autocast")
     freeze_embeddings: bool = option(False, "train neither the input embedding nor the LM head")
-    ar_on_prompt: bool = option(True, "the AR loss covers the prompt too", flag="--answer-only-ar")
+    ar_on_prompt: bool = option(True, "the AR loss covers the prompt too (the flag: the answer only)",
+                                flag="--answer-only-ar")
     label_smoothing: float = option(0.0, "ε of the AR loss (CLLM: 0.1)")
     consistency_on: tuple[str, ...] = option(tuple(BUCKETS), "length buckets whose examples get noisy blocks "
                                              "(the others train on the AR loss alone)")

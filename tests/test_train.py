@@ -430,7 +430,8 @@ def test_the_train_command_passes_every_option_to_the_config():
 def test_the_train_command_trains_on_the_first_limit_trajectories(trajectory_file, tmp_path, monkeypatch):
     from jacobi_min.tools.commands import main
     seen = []
-    monkeypatch.setattr(pipeline, "train", lambda model, tokenizer, data, cfg, out, resume, check: seen.append((data, cfg)))
+    from jacobi_min.tools import evaluate
+    monkeypatch.setattr(evaluate, "train", lambda model, tokenizer, data, cfg, out, resume, check: seen.append((data, cfg)))
     main(["train", "--trajectories", str(trajectory_file), "--out", str(tmp_path / "o"), "--limit", "2", "--lam", "5"])
     assert seen[0][0] == trajectories.load(trajectory_file)[:2] and seen[0][1].lam == 5.0
 

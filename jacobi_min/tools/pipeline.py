@@ -33,7 +33,7 @@ from ..trajectories import SCHEDULES
 from ..utils import SHARED, atomic_write, pmap
 from . import task
 from .cli import at_least, device_args, model_args, with_model
-from .evaluate import evaluate, held_out_check, is_correct, prompt_ids, train_and_check
+from .evaluate import evaluate, is_correct, prompt_ids, train_and_check
 
 ABLATION = {  # variant -> TrainConfig changes from round 1 (λ = 10, random offset)
     "progressive": {}, "random": {"schedule": "random"}, "reverse": {"schedule": "reverse"},
@@ -379,8 +379,7 @@ def train_command(args, model, tokenizer) -> None:
     resume = args.out.with_name(args.out.name + ".resume.pt")
     if resume.exists() and not args.resume:
         sys.exit(f"{resume} holds an interrupted run: add --resume to continue it, or delete it to start over")
-    check = held_out_check(tokenizer, cfg.eval_problems, cfg.eval_block_size)
-    train(model, tokenizer, trajectories.load(args.trajectories)[:args.limit], cfg, args.out, resume=resume, check=check)
+    train_and_check(model, tokenizer, trajectories.load(args.trajectories)[:args.limit], cfg, args.out, resume=resume)
 
 
 def train_flags(parser) -> None:
