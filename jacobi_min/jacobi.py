@@ -135,6 +135,14 @@ def initial_draft(sequence: list[int], length: int, gen: torch.Generator) -> lis
     return [sequence[i] for i in picks]
 
 
+def jacobi_update(draft: list[int], g: list[int]) -> tuple[int, list[int], list[int]]:
+    """One iteration from the forward's picks `g`: (acc, the newly known tokens, the next draft)."""
+    acc = 1
+    while acc < len(draft) and draft[acc] == g[acc - 1]:
+        acc += 1
+    return acc, draft[1:acc] + [g[acc - 1]], [g[acc - 1]] + g[acc:-1]
+
+
 def jacobi_block(model, cache, prompt, draft, out, eos, max_new_tokens, result, states=None, pick=GREEDY,
                  stopping=None, on_chunk=None) -> bool:
     """Iterate one block to its fixed point; appends to `out`. Returns True to stop decoding."""
@@ -142,14 +150,11 @@ def jacobi_block(model, cache, prompt, draft, out, eos, max_new_tokens, result, 
     while True:
         g = forward_argmax(model, draft, cache, pick, prompt + out[:-1])  # (len(draft),)
         result.fed.append(len(draft))
-        acc = 1
-        while acc < len(draft) and draft[acc] == g[acc - 1]:
-            acc += 1
+        acc, new, next_draft = jacobi_update(draft, g)
         cache.crop(acc - len(draft))  # drop the KV of unverified positions
-        kept, stop = commit(out, draft[1:acc] + [g[acc - 1]], eos, max_new_tokens, stopping, on_chunk)
+        kept, stop = commit(out, new, eos, max_new_tokens, stopping, on_chunk)
         result.accepted.append(kept)
-        done = acc == len(draft)
-        draft = [g[acc - 1]] + g[acc:-1]
+        done, draft = acc == len(draft), next_draft
         if states is not None:
             states.append((out[start:] + draft[1:])[:size])
         if stop or done:

@@ -22,27 +22,30 @@ from pathlib import Path
 
 import numpy as np
 
-from .jacobi import jacobi_decode
-from .utils import SHARED, atomic_write, pmap
+from .batch import batch_jacobi_decode
+from .utils import SHARED, as_int, atomic_write, pmap
 
 
-def _trajectory(item: tuple[int, list[int]]) -> dict:
-    i, prompt = item
-    model, block_size, max_new_tokens, seed = SHARED["collect"]
-    result = jacobi_decode(model, prompt, block_size, max_new_tokens, seed=seed + i, record=True)
-    return {"prompt": prompt, "blocks": [b.states for b in result.blocks]}
+def _trajectories(item: tuple[int, list[list[int]]]) -> list[dict]:
+    start, prompts = item
+    model, block_size, max_new_tokens, seed, batch = SHARED["collect"]
+    results, _ = batch_jacobi_decode(model, prompts, block_size, max_new_tokens, seed=seed + start, record=True,
+                                     batch=batch)
+    return [{"prompt": p, "blocks": [b.states for b in r.blocks]} for p, r in zip(prompts, results)]
 
 
 def collect(model, prompts: list[list[int]], block_size: int, max_new_tokens: int,
-            seed: int = 0, desc: str = "trajectories", workers: int = 1) -> list[dict]:
+            seed: int = 0, desc: str = "trajectories", workers: int = 1, batch: int = 1) -> list[dict]:
     """Decode every prompt with greedy Jacobi at `block_size`, recording all block states.
 
-    Prompt i's initial drafts are seeded with seed + i, so the result is the same for any
-    number of `workers` (CPU processes; on a GPU, one process).
+    Each of `workers` CPU processes (on a GPU, one) decodes `batch` prompts at a time (batch.py),
+    taking chunks of 8 · batch prompts in turn. Prompt i's initial drafts are seeded with seed + i,
+    so the result is the same for any number of workers and any batch size.
     """
-    SHARED["collect"] = (model, block_size, max_new_tokens, seed)
+    SHARED["collect"] = (model, block_size, max_new_tokens, seed, as_int(batch, "batch", 1))
     workers = workers if model.device.type == "cpu" else 1
-    return pmap(_trajectory, list(enumerate(prompts)), workers, desc, chunksize=4)
+    chunks = [(i, prompts[i:i + 8 * batch]) for i in range(0, len(prompts), 8 * batch)]
+    return [t for chunk in pmap(_trajectories, chunks, workers, f"{desc} (chunks of {8 * batch})") for t in chunk]
 
 
 def save(path: Path, trajectories: list[dict]) -> None:

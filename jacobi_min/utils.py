@@ -123,9 +123,9 @@ def restore(path: Path, model, opt) -> dict:
     return state
 
 
-def pmap(fn, items: list, workers: int = 1, desc: str | None = None, chunksize: int = 1) -> list:
+def pmap(fn, items: list, workers: int = 1, desc: str | None = None) -> list:
     """[fn(x) for x in items], in `workers` processes when workers > 1."""
     if workers <= 1:
         return [fn(x) for x in tqdm(items, desc=desc)]
     with mp.get_context("fork").Pool(workers, initializer=torch.set_num_threads, initargs=(1,)) as pool:
-        return list(tqdm(pool.imap(fn, items, chunksize=chunksize), total=len(items), desc=desc))
+        return list(tqdm(pool.imap(fn, items), total=len(items), desc=desc))

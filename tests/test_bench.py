@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import jacobi_min
-from jacobi_min.tools import bench, figures, task
+from jacobi_min.tools import bench, figures, task, throughput
 from tests.conftest import generate_greedy
 
 pytestmark = pytest.mark.xdist_group("test_bench")  # one worker: the tiny benchmark run
@@ -260,3 +260,31 @@ def test_summarise_by_hand():
     assert s["speedup_range"] == pytest.approx([2.0, 4.0]) and s["speedup_median"] == pytest.approx(3.0)
     assert s["speedup_with_prefill_range"] == pytest.approx([4 / 3, 3.0])
     assert s["tps_range"] == pytest.approx([20.0, 20.0])
+
+
+def test_batched_throughput_by_hand():
+    """B = 2: AR ran forwards fed 2, 2 and 1 tokens (rows) and one prefill of 6, for 5 tokens in 2 s; Jacobi
+    forwards of 2 rows × 4 and 1 row × 3 and the same prefill, for 6 tokens in 1 s. With L(k) = k ms the
+    predicted speedup is (2 + 2 + 1 + 6) / (8 + 3 + 6) · 6 / 5."""
+    total = {"AR": {"tokens": 5, "seconds": 2.0, "rows": [2, 2, 1], "fed": [2, 2, 1, 6]},
+             "Jacobi Forcing": {"tokens": 6, "seconds": 1.0, "rows": [2, 1], "fed": [8, 3, 6]}}
+    row = throughput.summary({2: total}, [1.0, 8.0], [1, 8])["2"]
+    assert row["tokens_per_s"] == {"AR": 2.5, "Jacobi Forcing": 6.0} and row["speedup"] == pytest.approx(2.4)
+    assert row["predicted_speedup"] == pytest.approx(11 / 17 * 6 / 5)
+    assert row["tpf"] == 2.0 and row["forwards"] == {"AR": 3, "Jacobi Forcing": 2}
+
+
+def test_batched_throughput_runs_end_to_end(tmp_path, capsys):
+    """`bench --batch 1 2` on a few problems: both decoders at each B, the table printed, the file written."""
+    from jacobi_min.tools.commands import main
+    out = tmp_path / "throughput.json"
+    main(["bench", "--batch", "1", "2", "--problems", "2", "--lengths", "short", "--workers", "1", "--out", str(out)])
+    results = json.loads(out.read_text())
+    assert results["config"]["batches"] == [1, 2] and list(results["buckets"]) == ["short"]
+    rows = results["buckets"]["short"]
+    assert set(rows) == {"1", "2"}
+    assert rows["1"]["forwards"]["AR"] > rows["2"]["forwards"]["AR"]  # two rows share each AR forward at B = 2
+    for r in rows.values():
+        assert r["speedup"] == pytest.approx(r["tokens_per_s"]["Jacobi Forcing"] / r["tokens_per_s"]["AR"])
+        assert r["tpf"] >= 1 and r["predicted_speedup"] > 0
+    assert len(capsys.readouterr().out.strip().splitlines()) == 3

@@ -9,6 +9,7 @@ the whole file takes ~1.5 min on 2 CPU cores.
 """
 import hashlib
 import importlib.util
+import json
 import math
 import os
 
@@ -16,7 +17,7 @@ import pytest
 import torch
 
 import jacobi_min
-from jacobi_min import jacobi_decode
+from jacobi_min import batch_jacobi_decode, jacobi_decode
 from jacobi_min.tools import qwen, realtasks
 from jacobi_min.tools.exactness import exactness, first_divergence, reference
 
@@ -158,6 +159,16 @@ def test_jacobi_equals_generate_on_real_prompts(qwen_model, task_prompts, task, 
     assert jacobi_decode(model, ids, block_size=block_size, max_new_tokens=MAX_NEW_TOKENS).tokens == expected
 
 
+@pytest.mark.parametrize("block_size", [1, 16])
+def test_batched_rows_equal_generate_on_real_prompts(qwen_model, task_prompts, block_size):
+    """A GSM8K and a HumanEval prompt (different lengths) in one batch: each row is its prompt's generate output."""
+    model, _ = qwen_model
+    (gsm, gsm_expected), (code, code_expected) = task_prompts["gsm8k"], task_prompts["humaneval"]
+    assert len(gsm) != len(code)
+    results, _ = batch_jacobi_decode(model, [gsm, code], block_size, MAX_NEW_TOKENS)
+    assert [r.tokens for r in results] == [gsm_expected, code_expected]
+
+
 def test_stops_at_eos_where_generate_stops(qwen_model):
     model, tokenizer = qwen_model
     ids = realtasks.chat_ids(tokenizer, "Reply with the single word: yes")
@@ -286,6 +297,24 @@ def test_recipe_scores_only_answers_that_ended(monkeypatch):
     assert recipe.score(stored | {"texts": ["\\boxed{0}"] * 2, "ended": [True, True]}, cfg)["accuracy"] == 0.0
 
 
+def test_recipe_dry_run_runs_the_gpu_presets_steps_on_the_tiny_model(tmp_path, capsys):
+    """`recipe --preset gpu --dry-run`: batched collection, training and batched evaluation before and after,
+    on the embedded model on the CPU; every batched Jacobi row equals batched AR, which equals generate."""
+    from jacobi_min.tools import recipe
+    from jacobi_min.tools.commands import main
+    main(["recipe", "--preset", "gpu", "--dry-run", "--work", str(tmp_path / "work")])
+    summary = json.loads((tmp_path / "work" / "summary.json").read_text())
+    cfg = recipe.dry_run(recipe.PRESETS["gpu"])
+    assert summary["settings"]["batch"] == cfg.batch == 4 and summary["trajectories"] == cfg.train_prompts
+    assert set(summary["seconds"]) == {"collect", "before", "trajectory_before", "seen_before", "train", "after",
+                                       "trajectory_after", "seen_after"}
+    for stage in ("before", "after"):
+        assert summary[stage]["reference_equals_generate"] == 4
+        assert [row["exact"] for row in summary[stage]["methods"].values()] == [cfg.eval_prompts] * 2
+    assert (tmp_path / "work" / "jacobi-forcing" / "model.safetensors").exists()
+    assert "accuracy" in capsys.readouterr().out
+
+
 def test_recipe_end_to_end_on_the_real_model(qwen_model, datasets, tmp_path):
     """The whole recipe at a tiny setting: one training question (so every step sees the same
     batch), a few steps; the loss is finite and falls, the checkpoint reloads and decodes exactly."""
@@ -306,7 +335,7 @@ def test_recipe_end_to_end_on_the_real_model(qwen_model, datasets, tmp_path):
         assert all(row["exact"] == row["total"] == 1 for row in summary[stage]["methods"].values())
         assert summary[stage]["finished"] == 0 and summary[stage]["accuracy"] == 0  # 12 tokens: every answer cut
     model, tokenizer = jacobi_min.load(tmp_path / "work" / "jacobi-forcing")
-    ids = recipe.question_ids(tokenizer, cfg.eval_start, 1)[0]
+    ids = recipe.question_ids(tokenizer, cfg, cfg.eval_start, 1)[0]
     assert jacobi_min.jacobi_decode(model, ids, 4, 12).tokens == reference(model, ids, 12)
     frozen = qwen_model[0]  # the fixture: the same converted copy in float32, never trained
     assert torch.equal(model.lm_head.weight, frozen.lm_head.weight.half().float())  # the head stayed frozen

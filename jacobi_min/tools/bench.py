@@ -179,13 +179,17 @@ def cost_model(model, ks: list[int], context: int = 160, repeats: int = 30, warm
     return latencies
 
 
-def predicted_speedup(fed: list[int], tokens: int, latency: list[float], ks: list[int]) -> float:
-    """(tokens · L(1)) / Σ_f L(fed_f) for measured L(k), ks ascending from 1: L interpolated linearly between
-    the measured k, and extrapolated beyond the largest at the mean slope of the measured range."""
+def forwards_cost(fed: list[int], latency: list[float], ks: list[int]) -> float:
+    """Σ_f L(fed_f) for measured L(k), ks ascending: L interpolated linearly between the measured k, and
+    extrapolated beyond the largest at the mean slope of the measured range."""
     fed = np.asarray(fed, dtype=float)
     slope = (latency[-1] - latency[0]) / max(1, ks[-1] - ks[0])
-    cost = np.interp(fed, ks, latency) + slope * np.maximum(fed - ks[-1], 0)
-    return tokens * latency[0] / float(cost.sum())
+    return float((np.interp(fed, ks, latency) + slope * np.maximum(fed - ks[-1], 0)).sum())
+
+
+def predicted_speedup(fed: list[int], tokens: int, latency: list[float], ks: list[int]) -> float:
+    """(tokens · L(1)) / Σ_f L(fed_f), ks ascending from 1 (AR spends L(1) on each token)."""
+    return tokens * latency[0] / forwards_cost(fed, latency, ks)
 
 
 def summarise(row: dict, ar: dict, latency, ks) -> dict:
@@ -364,9 +368,14 @@ def sweep(cfg: SweepConfig = SweepConfig(), out: Path | None = SWEEP_OUT) -> lis
 
 
 def bench_command(args) -> None:
-    cfg = BenchConfig(problems=args.problems, lengths=args.lengths, block_sizes=args.block_sizes,
+    if args.batch:  # batched throughput: its own module, which reuses this one's timing and cost model
+        from . import throughput
+        cfg = throughput.ThroughputConfig(batches=args.batch, problems=args.problems or throughput.ThroughputConfig.problems,
+                                          lengths=args.lengths, workers=args.workers)
+        return print(throughput.format_table(throughput.run(cfg, args.out or throughput.OUT)))
+    cfg = BenchConfig(problems=args.problems or BenchConfig.problems, lengths=args.lengths, block_sizes=args.block_sizes,
                       workers=args.workers, device=args.device, dtype=str(dtype_of(args)).removeprefix("torch."))
-    print(format_table(run(cfg, args.out)))
+    print(format_table(run(cfg, args.out or BENCHMARK_OUT)))
 
 
 def sweep_command(args) -> None:
@@ -407,12 +416,15 @@ def cost_model_command(args, model, tokenizer) -> None:
 def add_commands(commands) -> None:
     p = commands.add_parser("bench", help="every method on held-out problems of each length bucket: TPF, speedup, "
                                           "accuracy, cost model (~30 min on 2 cores)")
-    p.add_argument("--problems", type=at_least(1), default=BenchConfig.problems, help="per length bucket")
+    p.add_argument("--problems", type=at_least(1), help="per length bucket (default: 300; with --batch, 64)")
     p.add_argument("--lengths", nargs="+", default=list(task.BUCKETS), choices=list(task.BUCKETS))
     p.add_argument("--block-sizes", type=at_least(1), nargs="+", default=BenchConfig().block_sizes)
+    p.add_argument("--batch", type=at_least(1), nargs="+",
+                   help="instead, the throughput of batched decoding at these batch sizes (e.g. 1 8 32): Jacobi "
+                        "Forcing against greedy AR, measured and predicted by the cost model (~25 min on 2 cores)")
     p.add_argument("--workers", type=at_least(1), default=2, help="CPU processes (one thread each), one length bucket each")
     device_args(p)
-    p.add_argument("--out", type=Path, default=BENCHMARK_OUT)
+    p.add_argument("--out", type=Path, help=f"default: {BENCHMARK_OUT}; with --batch, figures/results/batch_throughput.json")
     p.set_defaults(run=bench_command)
 
     p = commands.add_parser("sweep", help="multi-block + recycling over (n, K, r, pool, ours/official) on one model: "

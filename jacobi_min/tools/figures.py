@@ -7,7 +7,7 @@ the `train_log.jsonl` of each trained checkpoint, and for the real Qwen
 `qwen_exactness_float32.json` (exactness; optional `_extra.json` and
 `_multiblock.json`: more methods, each against its own `generate` runs) with
 `qwen_cost_model_float32.json` (cost-model), and `qwen_jacobi_forcing.json`
-(recipe). Every PNG carries the SHA-256 of its input files in a text chunk;
+(recipe), and `batch_throughput.json` (bench --batch). Every PNG carries the SHA-256 of its input files in a text chunk;
 `stale` lists the figures whose inputs have changed since they were drawn (a
 test keeps the committed ones current).
 """
@@ -135,6 +135,26 @@ def cost_model(results: dict):
     right.set_ylabel("measured speedup")
     right.set_title("every method, block size and length bucket", fontsize=10)
     right.legend(fontsize=7)
+    return fig
+
+
+def batch_speedup(results: dict):
+    """Speedup of batched Jacobi Forcing over batched AR against the batch size: measured and the cost
+    model's prediction, one colour per answer-length bucket."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for (length, rows), color in zip(results["buckets"].items(), ["#1f77b4", "#ff7f0e", "#2ca02c"]):
+        sizes = [int(b) for b in rows]
+        ax.plot(sizes, [r["speedup"] for r in rows.values()], marker="o", color=color, label=f"{length}: measured")
+        ax.plot(sizes, [r["predicted_speedup"] for r in rows.values()], ls="--", marker="x", color=color,
+                label=f"{length}: predicted")
+    ax.axhline(1.0, color="grey", lw=0.8)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(sizes, [str(b) for b in sizes])
+    ax.set_xlabel("prompts decoded together (batch size B)")
+    ax.set_ylabel("speedup over AR at the same B")
+    ax.set_title(f"Jacobi Forcing (n = {results['config']['block_size']}) against greedy AR, "
+                 f"{results['threads']} thread", fontsize=10)
+    ax.legend(fontsize=8, ncol=3)
     return fig
 
 
@@ -352,6 +372,9 @@ def jobs(results_dir: Path, checkpoints: Path, runs_dir: Path = RUNS) -> dict[st
                 "accuracy_vs_speedup.png": ([bench], lambda: accuracy_vs_speedup(results())),
                 "acceptance_histogram.png": ([bench], lambda: acceptance(results())),
                 "cost_model.png": ([bench], lambda: cost_model(results()))}
+    batches = results_dir / "batch_throughput.json"
+    if batches.exists():
+        out["batch_speedup.png"] = ([batches], lambda: batch_speedup(json.loads(batches.read_text())))
     if (results_dir / "ablation.json").exists():
         folder = runs_dir
         longer = [files for files in (schedule_files(folder / "schedules-offset0", random_from=folder / "schedules"),

@@ -80,6 +80,7 @@ class PipelineConfig:
     ablation_steps: int = 150
     ablation_problems: int = 40
     workers: int = 2
+    batch: int = 16  # prompts decoded together in each worker's collection forwards
     seed: int = 0
     base: str = "base"  # the model to start from: an embedded name, a directory, an alias or a hub id
     device: str = "cpu"
@@ -104,7 +105,7 @@ def prompts(tokenizer, count: int, seed: int) -> list[list[int]]:
 def collect(model, tokenizer, cfg: PipelineConfig, block_size: int, desc: str) -> list[dict]:
     ids = prompts(tokenizer, cfg.train_prompts, cfg.seed)
     return trajectories.collect(model, ids, block_size, cfg.max_new_tokens, seed=cfg.seed, desc=desc,
-                                workers=cfg.workers)
+                                workers=cfg.workers, batch=cfg.batch)
 
 
 def join_logs(first: list[dict], *later: list[dict]) -> list[dict]:
@@ -407,14 +408,21 @@ POSITIVE = {"window", "steps", "batch_size", "eval_every", "eval_block_size", "s
 def collect_command(args, model, tokenizer) -> None:
     ids = prompts(tokenizer, args.prompts, seed=0)
     trajectories.save(args.out, trajectories.collect(model, ids, args.block_size, args.max_new_tokens,
-                                                     workers=args.workers))
+                                                     workers=args.workers, batch=args.batch))
 
 
 def pipeline_command(args) -> None:
     cfg = with_training(PipelineConfig(base=args.base, device=args.device, out=args.out, train_prompts=args.train_prompts,
-                                       workers=args.workers, cllm_lam=args.cllm_lam, results=args.results),
+                                       workers=args.workers, batch=args.batch, cllm_lam=args.cllm_lam,
+                                       results=args.results),
                         args.train_seed, args.lam)
     print(run(cfg, args.work, args.stage))
+
+
+def batch_arg(parser) -> None:
+    parser.add_argument("--batch", type=at_least(1), default=PipelineConfig.batch,
+                        help="prompts decoded together in one forward during collection (the trajectories do not "
+                             "depend on it)")
 
 
 def add_commands(commands) -> None:
@@ -425,6 +433,7 @@ def add_commands(commands) -> None:
     p.add_argument("--max-new-tokens", type=at_least(1), default=task.MAX_ANSWER_TOKENS)
     p.add_argument("--workers", type=at_least(1), default=PipelineConfig.workers,
                    help="CPU processes (one thread each); the trajectories do not depend on their number")
+    batch_arg(p)
     p.add_argument("--out", type=Path, required=True)
     p.set_defaults(run=with_model(collect_command))
 
@@ -453,6 +462,7 @@ def add_commands(commands) -> None:
                    help="training prompts whose trajectories are collected in each round")
     p.add_argument("--workers", type=at_least(1), default=PipelineConfig.workers,
                    help="CPU processes for trajectory collection and the ablation")
+    batch_arg(p)
     p.add_argument("--stage", default="models", choices=list(STAGES),
                    help="models (default): both checkpoints; all: the models, then the ablation; or one stage "
                         "only: jacobi-forcing (every round), cllm or ablation")

@@ -15,7 +15,10 @@
               set beside the held-out TPF, it tells fitting the training set from generalising
 
 Presets: "cpu" (a reduced run for 2 CPU cores) and "gpu" (`--device cuda`, the paper's round-1
-settings: every training question, lr 1e-5, λ = 10, w = 16, global batch 4, one pass over the data).
+settings: every training question, lr 1e-5, λ = 10, w = 16, global batch 4, one pass over the data;
+collection and evaluation decode 32 questions a forward with batch.py, and batched greedy AR is then
+the reference each Jacobi row must equal). `--dry-run` runs a preset's steps at a toy size on the
+embedded tiny model and its own task, on the CPU, in about a minute.
 
 Every stage's output lands in the work folder and a rerun resumes after the last finished stage
 (`pipeline.Work`); training resumes mid-stage from its snapshot. The summary (settings, seconds per
@@ -32,16 +35,19 @@ but the GGUF file stores the two separately quantized: after de-quantisation the
 import json
 import resource
 from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from statistics import mean
 
 from .. import trajectories
+from ..batch import batch_jacobi_decode
 from ..jacobi import jacobi_decode
 from ..model import load
 from ..train import TrainConfig, save_checkpoint
-from . import qwen, realtasks
+from . import qwen, realtasks, task
+from .bench import timed
 from .evaluate import train_and_check
-from .exactness import exactness
+from .exactness import exactness, reference
 from .pipeline import Work
 
 
@@ -57,6 +63,8 @@ class Recipe:
     eval_block_sizes: tuple = (16, 32)
     eval_multiblock_sizes: tuple = (16,)
     workers: int = 2  # CPU processes for collection
+    batch: int = 1  # questions per forward in collection and evaluation (1: each method timed against generate)
+    questions: str = "gsm8k"  # or "tiny": the embedded task's problems, for --dry-run
     trajectory_tokens: int = 48  # new tokens of the recorded before / after trajectory
     seen_prompts: int = 2  # training questions decoded again after training
     train: TrainConfig = field(default_factory=lambda: TrainConfig(
@@ -68,15 +76,34 @@ class Recipe:
             raise ValueError(f"seen_prompts must be in [1, train_prompts = {self.train_prompts}], got {self.seen_prompts}")
 
 
+RESULTS = Path("figures/results") / "qwen_jacobi_forcing.json"
 PRESETS = {
     "cpu": Recipe(),
-    "gpu": Recipe(device="cuda", train_prompts=800, eval_prompts=319, workers=1,
+    "gpu": Recipe(device="cuda", train_prompts=800, eval_prompts=319, workers=1, batch=32, eval_multiblock_sizes=(),
                   train=replace(Recipe().train, steps=200, batch_size=4, lr=1e-5, save_every=50,
                                       autocast="bfloat16")),
 }
 
 
-def question_ids(tokenizer, start: int, count: int) -> list[list[int]]:
+def dry_run(cfg: Recipe) -> Recipe:
+    """`cfg`'s steps at a toy size on the embedded tiny model, its task and the CPU (float32)."""
+    return replace(cfg, base="base", device="cpu", questions="tiny", train_prompts=16, eval_start=100, eval_prompts=8,
+                   batch=min(cfg.batch, 4), max_new_tokens=64, trajectory_tokens=16, seen_prompts=2,
+                   train=replace(cfg.train, steps=4, save_every=2, autocast=None))
+
+
+def checkers(cfg: Recipe, start: int, count: int) -> list:
+    """is_correct(response) for questions [start, start + count): GSM8K test questions, or with
+    questions = "tiny" the embedded task's held-out problems."""
+    if cfg.questions == "tiny":
+        return [partial(task.is_correct, answer=p.answer) for p in task.problems("test", start + count)[start:]]
+    return [partial(realtasks.gsm8k_correct, answer=r["answer"]) for r in realtasks.gsm8k(start + count)[start:]]
+
+
+def question_ids(tokenizer, cfg: Recipe, start: int, count: int) -> list[list[int]]:
+    """The prompts of the same questions: GSM8K's in the chat template, or the tiny task's as they are."""
+    if cfg.questions == "tiny":
+        return [tokenizer(p.prompt)["input_ids"] for p in task.problems("test", start + count)[start:]]
     rows = realtasks.gsm8k(start + count)[start:]
     return [realtasks.chat_ids(tokenizer, realtasks.gsm8k_prompt(r)) for r in rows]
 
@@ -90,11 +117,14 @@ def finished(model, tokens: list[int]) -> bool:
 def evaluate(model, tokenizer, cfg: Recipe) -> dict:
     """Every method against greedy `generate` on the held-out questions: exactness, TPF, speedup, and
     `generate`'s answers (their text, and whether each ended before max_new_tokens) for `score`."""
-    ids = question_ids(tokenizer, cfg.eval_start, cfg.eval_prompts)
-    report = exactness(model, tokenizer, ids, cfg.eval_block_sizes, cfg.max_new_tokens, cfg.eval_multiblock_sizes)
+    ids = question_ids(tokenizer, cfg, cfg.eval_start, cfg.eval_prompts)
+    if cfg.batch > 1:
+        report = batched_exactness(model, ids, cfg)
+    else:
+        report = exactness(model, tokenizer, ids, cfg.eval_block_sizes, cfg.max_new_tokens, cfg.eval_multiblock_sizes)
     done = [finished(model, t) for t in report["reference_tokens"]]
     generate_seconds = sum(report["reference_seconds"])
-    return {"ended": done,
+    return {"ended": done, "reference_equals_generate": report.get("reference_equals_generate"),
             "answer_tokens": mean(len(t) for t in report["reference_tokens"]),
             "methods": {name: {"exact": row["exact"], "total": row["total"], "tpf": mean(row["tpf"]),
                                "speedup": generate_seconds / sum(row["seconds"])}
@@ -102,26 +132,48 @@ def evaluate(model, tokenizer, cfg: Recipe) -> dict:
             "texts": [tokenizer.decode(t, skip_special_tokens=True) for t in report["reference_tokens"]]}
 
 
+def batched_exactness(model, ids: list[list[int]], cfg: Recipe, checked: int = 4) -> dict:
+    """`exactness`'s report for batched decoding, `cfg.batch` questions a forward: batched greedy AR is the
+    reference (it equals `generate`, checked on the first `checked` questions) and each Jacobi row must equal it;
+    seconds are per batch."""
+    def decode(n: int) -> tuple[list[list[int]], list[float], list[float]]:
+        tokens, seconds, tpf = [], [], []
+        for i in range(0, len(ids), cfg.batch):
+            (results, _), t = timed(batch_jacobi_decode, model, ids[i:i + cfg.batch], n, cfg.max_new_tokens)
+            tokens, seconds, tpf = tokens + [r.tokens for r in results], seconds + [t], tpf + [r.tpf for r in results]
+        return tokens, seconds, tpf
+
+    expected, expected_seconds, _ = decode(1)
+    report = {"methods": {}, "reference_seconds": expected_seconds, "reference_tokens": expected,
+              "reference_equals_generate": sum(reference(model, q, cfg.max_new_tokens) == e
+                                               for q, e in zip(ids[:checked], expected))}
+    for n in cfg.eval_block_sizes:
+        tokens, seconds, tpf = decode(n)
+        report["methods"][f"jacobi n={n}"] = {"exact": sum(t == e for t, e in zip(tokens, expected)),
+                                              "total": len(ids), "tpf": tpf, "seconds": seconds}
+    return report
+
+
 def score(result: dict, cfg: Recipe) -> dict:
     """`evaluate`'s result with how many answers ended and its GSM8K accuracy, scored when the
     summary is written (so a fixed checker re-scores a finished run). An answer cut at max_new_tokens has not given its final
     number and counts as wrong (the checker, which falls back to the last number in the text,
     would read one from a step such as "Step 1")."""
-    answers = [r["answer"] for r in realtasks.gsm8k(cfg.eval_start + cfg.eval_prompts)[cfg.eval_start:]]
-    correct = [e and realtasks.gsm8k_correct(t, a) for e, t, a in zip(result["ended"], result["texts"], answers)]
+    checks = checkers(cfg, cfg.eval_start, cfg.eval_prompts)
+    correct = [e and check(t) for e, t, check in zip(result["ended"], result["texts"], checks)]
     return result | {"finished": sum(result["ended"]), "accuracy": mean(correct)}
 
 
 def trajectory(model, tokenizer, cfg: Recipe) -> list[dict]:
     """Every state of the first blocks of the first held-out question: [{"context", "states"}] per block."""
-    ids = question_ids(tokenizer, cfg.eval_start, 1)[0]
+    ids = question_ids(tokenizer, cfg, cfg.eval_start, 1)[0]
     result = jacobi_decode(model, ids, cfg.block_size, cfg.trajectory_tokens, record=True)
     return [{"context": b.context, "states": b.states} for b in result.blocks]
 
 
 def seen_tpf(model, tokenizer, cfg: Recipe) -> list[float]:
     """TPF of Jacobi at n = block_size on the first `seen_prompts` training questions."""
-    ids = question_ids(tokenizer, 0, cfg.seen_prompts)
+    ids = question_ids(tokenizer, cfg, 0, cfg.seen_prompts)
     return [jacobi_decode(model, q, cfg.block_size, cfg.max_new_tokens).tpf for q in ids]
 
 
@@ -131,8 +183,8 @@ def run(cfg: Recipe, folder: Path, results: Path | None = None) -> dict:
     work = Work(folder)
     model, tokenizer = load(cfg.base, cfg.device)
     traj = work.trajectories("collect", lambda: trajectories.collect(
-        model, question_ids(tokenizer, 0, cfg.train_prompts), cfg.block_size, cfg.max_new_tokens,
-        desc=f"trajectories n={cfg.block_size}", workers=cfg.workers))
+        model, question_ids(tokenizer, cfg, 0, cfg.train_prompts), cfg.block_size, cfg.max_new_tokens,
+        desc=f"trajectories n={cfg.block_size}", workers=cfg.workers, batch=cfg.batch))
     before = score(work.result("before", lambda: evaluate(model, tokenizer, cfg)), cfg)
     trajectory_before = work.result("trajectory_before", lambda: trajectory(model, tokenizer, cfg))
     seen_before = work.result("seen_before", lambda: seen_tpf(model, tokenizer, cfg))
@@ -168,7 +220,9 @@ def peak_memory_gb() -> float:
 
 def recipe_command(args) -> None:
     """The real-Qwen recipe; prints TPF, speedup and accuracy before and after."""
-    summary = run(replace(PRESETS[args.preset], base=args.base), args.work, args.results)
+    cfg = replace(PRESETS[args.preset], base=args.base)
+    results = args.results or (args.work / "summary.json" if args.dry_run else RESULTS)
+    summary = run(dry_run(cfg) if args.dry_run else cfg, args.work, results)
     for name in summary["before"]["methods"]:
         before, after = summary["before"]["methods"][name], summary["after"]["methods"][name]
         print(f"{name:16s} TPF {before['tpf']:.2f} -> {after['tpf']:.2f}, "
@@ -184,5 +238,7 @@ def add_commands(commands) -> None:
     p.add_argument("--base", default=Recipe.base, help="a chat model: the alias, a directory or a hub id")
     p.add_argument("--work", type=Path, default=Path("runs/qwen"),
                    help="trajectories, snapshots and the trained checkpoint; a rerun resumes")
-    p.add_argument("--results", type=Path, default=Path("figures/results") / "qwen_jacobi_forcing.json")
+    p.add_argument("--dry-run", action="store_true",
+                   help="the preset's steps at a toy size on the embedded tiny model, on the CPU (about a minute)")
+    p.add_argument("--results", type=Path, help=f"the summary (default: {RESULTS}; with --dry-run, WORK/summary.json)")
     p.set_defaults(run=recipe_command)

@@ -1,0 +1,125 @@
+"""Batched Jacobi decoding: every row equals its prompt decoded alone, token for token (float32).
+
+On the embedded models over held-out problems of every answer length in one batch, on
+Hypothesis-drawn random models and batches (1-8 prompts of different lengths, EOS inside
+blocks, sampling), and through trajectory collection, whose records must not depend on the
+batch size. The real Qwen's two-prompt check lives in test_qwen.py.
+"""
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jacobi_min import batch_jacobi_decode, greedy_decode, jacobi_decode, sampler, trajectories
+from jacobi_min.tools import task
+from jacobi_min.tools.evaluate import prompt_ids
+from tests.conftest import generate_greedy
+from tests.test_properties import CONTEXT, PROPERTY, SAMPLINGS, Case, build, cases, eos_argument
+
+
+@pytest.fixture(scope="module")
+def held_out(base):
+    """Two held-out problems of each answer length, mixed in one list (prompts of different lengths)."""
+    _, tokenizer = base
+    problems = [p for length in ("short", "medium", "long") for p in task.problems("test", 2, length=length)]
+    return [prompt_ids(tokenizer, p) for p in problems[::2] + problems[1::2]]
+
+
+@pytest.mark.parametrize("name, places", [("base", None), ("jacobi-forcing", None), ("jacobi-forcing", 4)])
+def test_each_row_equals_its_prompt_decoded_alone(name, places, held_out):
+    """All six prompts at once, or four places that waiting prompts take as rows finish (continuous batching)."""
+    import jacobi_min
+    model, _ = jacobi_min.load(name)
+    results, stats = batch_jacobi_decode(model, held_out, block_size=16, max_new_tokens=400, record=True,
+                                         batch=places)
+    assert len({len(p) for p in held_out}) > 1  # the batch mixes prompt lengths
+    for i, (prompt, row) in enumerate(zip(held_out, results)):
+        alone = jacobi_decode(model, prompt, 16, 400, seed=i, record=True)
+        assert row.tokens == greedy_decode(model, prompt, 400).tokens == alone.tokens
+        assert (row.accepted, row.fed) == (alone.accepted, alone.fed)  # the same iteration, forward for forward
+        assert [(b.context, b.states) for b in row.blocks] == [(b.context, b.states) for b in alone.blocks]
+    assert stats.rows[0] == (places or len(held_out)) and max(stats.rows) <= (places or len(held_out))
+    assert stats.rows[-1] < stats.rows[0]  # finished rows leave the batch
+    assert sum(stats.rows) == sum(r.forwards for r in results) and all(w <= 16 for w in stats.width)
+
+
+def test_block_size_one_is_batched_greedy(base, held_out):
+    model, _ = base
+    results, stats = batch_jacobi_decode(model, held_out, block_size=1, max_new_tokens=400)
+    for prompt, row in zip(held_out, results):
+        assert row.tokens == greedy_decode(model, prompt, 400).tokens
+        assert set(row.accepted) == {1}
+    assert set(stats.width) == {1}
+
+
+@pytest.mark.parametrize("batch", [1, 3, 8])
+@pytest.mark.parametrize("workers", [1, 2])
+def test_collection_does_not_depend_on_the_batch(base, held_out, batch, workers):
+    model, _ = base
+    alone = [jacobi_decode(model, p, 8, 64, seed=5 + i, record=True) for i, p in enumerate(held_out)]
+    records = trajectories.collect(model, held_out, 8, 64, seed=5, workers=workers, batch=batch)
+    assert records == [{"prompt": p, "blocks": [b.states for b in r.blocks]} for p, r in zip(held_out, alone)]
+
+
+def test_bad_input_is_a_clear_error(base):
+    model, _ = base
+    with pytest.raises(ValueError, match="non-empty list"):
+        batch_jacobi_decode(model, [])
+    with pytest.raises(ValueError, match="non-empty list"):
+        batch_jacobi_decode(model, torch.tensor([[1, 2], [3, 4]]))
+    with pytest.raises(ValueError, match="the prompt is empty"):
+        batch_jacobi_decode(model, [[5, 6], []])
+    with pytest.raises(ValueError, match="token ids must lie in"):
+        batch_jacobi_decode(model, [[5, 6], [10**9]])
+    with pytest.raises(ValueError, match="batch must be an integer >= 1"):
+        batch_jacobi_decode(model, [[5, 6]], batch=0)
+    with pytest.raises(ValueError, match="batch must be an integer >= 1"):
+        trajectories.collect(model, [[5, 6]], 4, 8, batch=0)
+
+
+def test_no_new_tokens_and_one_new_token(base, held_out):
+    model, _ = base
+    assert [r.tokens for r in batch_jacobi_decode(model, held_out[:2], max_new_tokens=0)[0]] == [[], []]
+    one = batch_jacobi_decode(model, held_out[:2], max_new_tokens=1, record=True)[0]
+    assert [r.tokens for r in one] == [greedy_decode(model, p, 1).tokens for p in held_out[:2]]
+    assert [[b.states for b in r.blocks] for r in one] == [[[r.tokens]] for r in one]
+
+
+PLACES = st.one_of(st.none(), st.integers(1, 8))  # rows decoded at once: all, or fewer, the others waiting
+
+
+@st.composite
+def batches(draw) -> list[Case]:
+    """1-8 cases on one model with one EOS setting: prompts of different lengths, a shared budget and block size."""
+    first = draw(cases())
+    others = draw(st.lists(cases(), min_size=0, max_size=7))
+    prompts = [first.prompt] + [[t % first.spec.vocab for t in c.prompt] for c in others]
+    budget = min(first.max_new_tokens, CONTEXT - max(len(p) for p in prompts))
+    return [first._replace(prompt=p, max_new_tokens=budget) for p in prompts]
+
+
+@settings(PROPERTY, max_examples=120)
+@given(batches(), PLACES)
+def test_every_row_equals_generate(batch, places):
+    """Row i of batch_jacobi_decode(prompts, n, seed, batch) = generate(prompt_i, do_sample=False), token for token."""
+    model = build(batch[0].spec)
+    eos = eos_argument(model, batch[0])
+    case = batch[0]
+    results, _ = batch_jacobi_decode(model, [c.prompt for c in batch], case.block_size, case.max_new_tokens, eos,
+                                     case.seed, batch=places)
+    for c, row in zip(batch, results):
+        assert row.tokens == generate_greedy(model, c.prompt, case.max_new_tokens, eos)
+
+
+@settings(PROPERTY, max_examples=60)
+@given(batches(), SAMPLINGS, PLACES)
+def test_every_row_equals_the_ar_sampler(batch, sampling, places):
+    """With pick = sampler(τ, top_k, top_p, seed), row i equals the AR sampler on prompt i: lossless per row."""
+    model = build(batch[0].spec)
+    pick = sampler(*sampling)
+    eos = eos_argument(model, batch[0], pick)
+    case = batch[0]
+    results, _ = batch_jacobi_decode(model, [c.prompt for c in batch], case.block_size, case.max_new_tokens, eos,
+                                     case.seed, pick=pick, batch=places)
+    for c, row in zip(batch, results):
+        assert row.tokens == greedy_decode(model, c.prompt, case.max_new_tokens, eos, pick=pick).tokens
