@@ -68,10 +68,11 @@ def test_exactness_reports_every_decoder_exact_on_the_prompts_it_is_given(base, 
 def test_pipeline_passes_its_options_to_every_training_stage(monkeypatch, tmp_path):
     calls = record(monkeypatch, pipeline, "run", returns={})
     main(["pipeline", "--work", str(tmp_path), "--base", "some/model", "--train-prompts", "7", "--workers", "3",
-          "--stage", "cllm", "--train-seed", "4", "--lam", "2.5", "--cllm-lam", "6", "--out", str(tmp_path / "ckpt")])
+          "--stage", "cllm", "--train-seed", "4", "--lam", "2.5", "--cllm-lam", "6", "--out", str(tmp_path / "ckpt"),
+          "--rounds", "5", "--batch", "8"])
     (cfg, work, stage), _ = calls[0]
-    assert (work, stage, cfg.base, cfg.train_prompts, cfg.workers, cfg.out) == (
-        tmp_path, "cllm", "some/model", 7, 3, tmp_path / "ckpt")
+    assert (work, stage, cfg.base, cfg.train_prompts, cfg.workers, cfg.batch, cfg.out) == (
+        tmp_path, "cllm", "some/model", 7, 3, 8, tmp_path / "ckpt")
     first, second, *late = (r.config for r in cfg.rounds)
     assert (first.seed, second.seed, first.lam, second.lam, cfg.cllm_lam) == (4, 4, 2.5, 2.5, 6.0)
     assert len(late) == 3 and all((c.seed, c.lam) == (4, pipeline.LATE["lam"]) for c in late)
@@ -83,6 +84,9 @@ def test_pipeline_without_lam_keeps_each_rounds_own(monkeypatch, tmp_path):
     cfg = calls[0][0][0]
     default = pipeline.PipelineConfig()
     assert (cfg.rounds, cfg.cllm_lam) == (default.rounds, default.cllm_lam)
+    assert cfg.rounds == pipeline.ROUNDS[:3]  # the shipped model's rounds: 4 and 5 failed their seed check
+    with pytest.raises(SystemExit):
+        main(["pipeline", "--rounds", "6"])
 
 
 def test_bench_and_sweep_build_their_configs_from_the_arguments(monkeypatch, tmp_path, capsys):
