@@ -450,6 +450,10 @@ def add_commands(commands) -> None:
     p.add_argument("--out", type=Path, required=True)
     p.set_defaults(run=with_model(train_command))
 
+    add_pipeline(commands)
+
+
+def add_pipeline(commands) -> None:
     p = commands.add_parser("pipeline", help="progressive Jacobi Forcing (3 rounds) beside the CLLM baseline "
                                              "(about 2 h on 2 cores); --stage all adds the ablation")
     p.add_argument("--work", type=Path, default=Path("runs/pipeline"),
