@@ -274,12 +274,12 @@ def test_batched_throughput_by_hand():
     assert row["tpf"] == 2.0 and row["forwards"] == {"AR": 3, "Jacobi Forcing": 2}
 
 
-def test_batched_throughput_runs_end_to_end(tmp_path, capsys):
-    """`bench --batch 1 2` on a few problems: both decoders at each B, the table printed, the file written."""
-    from jacobi_min.tools.commands import main
+def test_batched_throughput_runs_end_to_end(tmp_path):
+    """Both decoders at each B on a few problems, the file written; the table has a row per bucket and B."""
     out = tmp_path / "throughput.json"
-    main(["bench", "--batch", "1", "2", "--problems", "2", "--lengths", "short", "--workers", "1", "--out", str(out)])
-    results = json.loads(out.read_text())
+    cfg = throughput.ThroughputConfig(batches=[1, 2], problems=2, lengths=["short"], workers=1, cost_ks=[1, 2, 4, 8])
+    results = throughput.run(cfg, out)
+    assert json.loads(out.read_text()) == results
     assert results["config"]["batches"] == [1, 2] and list(results["buckets"]) == ["short"]
     rows = results["buckets"]["short"]
     assert set(rows) == {"1", "2"}
@@ -287,4 +287,15 @@ def test_batched_throughput_runs_end_to_end(tmp_path, capsys):
     for r in rows.values():
         assert r["speedup"] == pytest.approx(r["tokens_per_s"]["Jacobi Forcing"] / r["tokens_per_s"]["AR"])
         assert r["tpf"] >= 1 and r["predicted_speedup"] > 0
-    assert len(capsys.readouterr().out.strip().splitlines()) == 3
+    assert len(throughput.format_table(results).splitlines()) == 3
+
+
+def test_bench_batch_runs_the_throughput_benchmark(monkeypatch, tmp_path, capsys):
+    from jacobi_min.tools.commands import main
+    calls = []
+    monkeypatch.setattr(throughput, "run", lambda cfg, out: calls.append((cfg, out)) or {"buckets": {}})
+    main(["bench", "--batch", "1", "8", "--lengths", "long", "--workers", "1"])
+    main(["bench", "--batch", "4", "--problems", "9", "--out", str(tmp_path / "t.json")])
+    (first, out1), (second, out2) = calls
+    assert (first.batches, first.problems, first.lengths, first.workers, out1) == ([1, 8], 128, ["long"], 1, throughput.OUT)
+    assert (second.batches, second.problems, out2) == ([4], 9, tmp_path / "t.json")

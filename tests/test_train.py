@@ -279,8 +279,9 @@ def test_the_pipelines_recipe_is_the_chosen_one():
     3e-4. Rounds 3, 4 and 5 (n = 32, 16, 16): lr 3e-4, λ = 30 without the 1/T, two seeds, right answers
     only; their continuations: 50 steps at lr 3e-5, AR on the answer only, one AR-only, one keeping long
     answers' consistency (λ = 30, no 1/T)."""
-    cfg = pipeline.PipelineConfig()
+    cfg = pipeline.PipelineConfig(rounds=pipeline.ROUNDS)
     assert [r.block for r in cfg.rounds] == [16, 32, 32, 16, 16] and cfg.train_prompts == 4000
+    assert pipeline.PipelineConfig().rounds == pipeline.ROUNDS[:3]  # built by default: the shipped model's rounds
     for spec, steps, lr in ((cfg.rounds[0], 1600, 5e-4), (cfg.rounds[1], 800, 3e-4)):
         assert spec == pipeline.Round(spec.block, TrainConfig(steps=steps, lr=lr, lam=10.0, adam_eps=1e-4,
                                                               random_offset=True))
