@@ -25,7 +25,7 @@ def held_out(base):
     return [prompt_ids(tokenizer, p) for p in problems[::2] + problems[1::2]]
 
 
-@pytest.mark.parametrize("name, places", [("base", None), ("jacobi-forcing", None), ("jacobi-forcing", 4)])
+@pytest.mark.parametrize("name, places", [("base", None), ("jacobi-forcing", 4)])
 def test_each_row_equals_its_prompt_decoded_alone(name, places, held_out):
     """All six prompts at once, or four places that waiting prompts take as rows finish (continuous batching)."""
     import jacobi_min
@@ -45,9 +45,9 @@ def test_each_row_equals_its_prompt_decoded_alone(name, places, held_out):
 
 def test_block_size_one_is_batched_greedy(base, held_out):
     model, _ = base
-    results, stats = batch_jacobi_decode(model, held_out, block_size=1, max_new_tokens=400)
+    results, stats = batch_jacobi_decode(model, held_out, block_size=1, max_new_tokens=160)
     for prompt, row in zip(held_out, results):
-        assert row.tokens == greedy_decode(model, prompt, 400).tokens
+        assert row.tokens == greedy_decode(model, prompt, 160).tokens
         assert set(row.accepted) == {1}
     assert set(stats.width) == {1}
 
@@ -97,7 +97,7 @@ def batches(draw) -> list[Case]:
     return [first._replace(prompt=p, max_new_tokens=budget) for p in prompts]
 
 
-@settings(PROPERTY, max_examples=80)
+@settings(PROPERTY, max_examples=50)
 @given(batches(), PLACES)
 def test_every_row_equals_generate(batch, places):
     """Row i of batch_jacobi_decode(prompts, n, seed, batch) = generate(prompt_i, do_sample=False), token for token."""
@@ -110,7 +110,7 @@ def test_every_row_equals_generate(batch, places):
         assert row.tokens == generate_greedy(model, c.prompt, case.max_new_tokens, eos)
 
 
-@settings(PROPERTY, max_examples=40)
+@settings(PROPERTY, max_examples=25)
 @given(batches(), SAMPLINGS, PLACES)
 def test_every_row_equals_the_ar_sampler(batch, sampling, places):
     """With pick = sampler(τ, top_k, top_p, seed), row i equals the AR sampler on prompt i: lossless per row."""

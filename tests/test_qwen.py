@@ -164,8 +164,8 @@ def test_batched_rows_equal_generate_on_real_prompts(qwen_model, task_prompts):
     model, _ = qwen_model
     (gsm, gsm_expected), (code, code_expected) = task_prompts["gsm8k"], task_prompts["humaneval"]
     assert len(gsm) != len(code)
-    results, _ = batch_jacobi_decode(model, [gsm, code], 16, MAX_NEW_TOKENS)
-    assert [r.tokens for r in results] == [gsm_expected, code_expected]
+    results, _ = batch_jacobi_decode(model, [gsm, code], 16, 20)  # greedy: the first 20 of generate's 32 tokens
+    assert [r.tokens for r in results] == [gsm_expected[:20], code_expected[:20]]
 
 
 def test_stops_at_eos_where_generate_stops(qwen_model):

@@ -87,9 +87,9 @@ PRESETS = {
 
 def dry_run(cfg: Recipe) -> Recipe:
     """`cfg`'s steps at a toy size on the embedded tiny model, its task and the CPU (float32)."""
-    return replace(cfg, base="base", device="cpu", questions="tiny", train_prompts=16, eval_start=100, eval_prompts=8,
-                   batch=min(cfg.batch, 4), max_new_tokens=64, trajectory_tokens=16, seen_prompts=2,
-                   train=replace(cfg.train, steps=4, save_every=2, autocast=None))
+    return replace(cfg, base="base", device="cpu", questions="tiny", train_prompts=8, eval_start=100, eval_prompts=6,
+                   batch=min(cfg.batch, 4), max_new_tokens=48, trajectory_tokens=16, seen_prompts=2,
+                   train=replace(cfg.train, steps=2, save_every=2, autocast=None))
 
 
 def checkers(cfg: Recipe, start: int, count: int) -> list:
