@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import torch
 from transformers import DynamicCache
 
-from .jacobi import BlockTrajectory, DecodeResult, commit, initial_draft, jacobi_update, trimmed_block
+from .jacobi import DecodeResult, add_final_bonus, commit, initial_draft, jacobi_update, trimmed_block
 from .sampling import GREEDY
 from .utils import as_int, check_inputs, eos_ids
 
@@ -101,9 +101,8 @@ def end_block(row: Row) -> None:
 def finish(row: Row) -> None:
     """The row is done; its trajectory ends with the final bonus token when no block holds it."""
     row.done = True
-    blocks = row.result.blocks
-    if row.record and sum(len(b.fixed_point) for b in blocks) < len(row.out):
-        blocks.append(BlockTrajectory(row.prompt + row.out[:-1], [[row.out[-1]]]))  # the final bonus token
+    if row.record:
+        add_final_bonus(row.result.blocks, row.prompt, row.out)
 
 
 def begin(row: Row, eos: set[int], block_size: int, max_new_tokens: int) -> None:

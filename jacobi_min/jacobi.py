@@ -190,8 +190,8 @@ def jacobi_decode(model, input_ids, block_size: int = 16, max_new_tokens: int = 
                             on_chunk)
         if record:
             blocks.append(trimmed_block(prompt + out[:start], states, len(out) - start))
-    if record and sum(len(b.fixed_point) for b in blocks) < len(out):
-        blocks.append(BlockTrajectory(prompt + out[:-1], [[out[-1]]]))  # the final bonus token
+    if record:
+        add_final_bonus(blocks, prompt, out)
     return result
 
 
@@ -199,3 +199,9 @@ def trimmed_block(context: list[int], states: list[list[int]], known: int) -> Bl
     """A block whose decoding stopped early keeps only the positions that were decided."""
     length = min(known, len(states[0]))
     return BlockTrajectory(context, [s[:length] for s in states])
+
+
+def add_final_bonus(blocks: list[BlockTrajectory], prompt: list[int], out: list[int]) -> None:
+    """End the trajectory with a block of the final bonus token when no block holds it."""
+    if sum(len(b.fixed_point) for b in blocks) < len(out):
+        blocks.append(BlockTrajectory(prompt + out[:-1], [[out[-1]]]))

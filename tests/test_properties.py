@@ -29,7 +29,7 @@ from jacobi_min.utils import eos_ids
 from tests.conftest import ARCHS, generate_greedy
 from tests.test_generate import generate, reference_sampler
 
-settings.register_profile("properties", derandomize=True, deadline=None, database=None, max_examples=300)
+settings.register_profile("properties", derandomize=True, deadline=None, database=None, max_examples=200)
 PROPERTY = settings.get_profile("properties")
 
 CONTEXT = 48  # max_position_embeddings: small, so that prompt + max_new_tokens reaches the edge
@@ -152,7 +152,7 @@ def test_multiblock_decode_equals_generate(case, options, official):
     assert result.tokens == generate_greedy(model, case.prompt, case.max_new_tokens, eos)
 
 
-@settings(PROPERTY, max_examples=200)  # a cacheless reference: the slowest property
+@settings(PROPERTY, max_examples=150)  # a cacheless reference: the slowest property
 @given(cases(), SAMPLINGS, MULTIBLOCK, st.booleans())
 def test_sampling_equals_ar_sampler(case, sampling, options, official):
     """With pick = sampler(τ, top_k, top_p, seed): jacobi_decode = multiblock_decode = greedy_decode = the cacheless

@@ -150,8 +150,7 @@ def test_cache_folder_is_user_overridable(tmp_path, monkeypatch):
 
 # --- lossless on the real model, float32 -------------------------------------------------------
 
-@pytest.mark.parametrize("block_size", [4, 16])
-@pytest.mark.parametrize("task", ["gsm8k", "humaneval"])
+@pytest.mark.parametrize("task, block_size", [("gsm8k", 16), ("humaneval", 4)])  # the batch below: both at 16
 def test_jacobi_equals_generate_on_real_prompts(qwen_model, task_prompts, task, block_size):
     model, _ = qwen_model
     ids, expected = task_prompts[task]
@@ -320,8 +319,8 @@ def test_recipe_end_to_end_on_the_real_model(qwen_model, datasets, tmp_path):
     from dataclasses import replace
 
     from jacobi_min.tools import recipe
-    cfg = replace(recipe.PRESETS["cpu"], train_prompts=1, eval_prompts=1, max_new_tokens=12, block_size=4,
-                  eval_block_sizes=(4,), eval_multiblock_sizes=(4,), workers=1, trajectory_tokens=8, seen_prompts=1,
+    cfg = replace(recipe.PRESETS["cpu"], train_prompts=1, eval_prompts=1, max_new_tokens=8, block_size=4,
+                  eval_block_sizes=(4,), eval_multiblock_sizes=(), workers=1, trajectory_tokens=8, seen_prompts=1,
                   train=replace(recipe.Recipe().train, steps=3, window=4, save_every=100))
     summary = recipe.run(cfg, tmp_path / "work", tmp_path / "summary.json")
     losses = [row["loss"] for row in summary["log"]]
@@ -332,10 +331,10 @@ def test_recipe_end_to_end_on_the_real_model(qwen_model, datasets, tmp_path):
                for stage in ("before", "after"))
     for stage in ("before", "after"):
         assert all(row["exact"] == row["total"] == 1 for row in summary[stage]["methods"].values())
-        assert summary[stage]["finished"] == 0 and summary[stage]["accuracy"] == 0  # 12 tokens: every answer cut
+        assert summary[stage]["finished"] == 0 and summary[stage]["accuracy"] == 0  # 8 tokens: every answer cut
     model, tokenizer = jacobi_min.load(tmp_path / "work" / "jacobi-forcing")
     ids = recipe.question_ids(tokenizer, cfg, cfg.eval_start, 1)[0]
-    assert jacobi_min.jacobi_decode(model, ids, 4, 12).tokens == reference(model, ids, 12)
+    assert jacobi_min.jacobi_decode(model, ids, 4, 8).tokens == reference(model, ids, 8)
     frozen = qwen_model[0]  # the fixture: the same converted copy in float32, never trained
     assert torch.equal(model.lm_head.weight, frozen.lm_head.weight.half().float())  # the head stayed frozen
     for stage, m in (("before", frozen), ("after", model)):  # each recorded trajectory ends at its model's greedy output
