@@ -416,12 +416,12 @@ def cost_model_command(args, model, tokenizer) -> None:
 def add_commands(commands) -> None:
     p = commands.add_parser("bench", help="every method on held-out problems of each length bucket: TPF, speedup, "
                                           "accuracy, cost model (~30 min on 2 cores)")
-    p.add_argument("--problems", type=at_least(1), help="per length bucket (default: 300; with --batch, 64)")
+    p.add_argument("--problems", type=at_least(1), help="per length bucket (default: 300; with --batch, 128)")
     p.add_argument("--lengths", nargs="+", default=list(task.BUCKETS), choices=list(task.BUCKETS))
     p.add_argument("--block-sizes", type=at_least(1), nargs="+", default=BenchConfig().block_sizes)
     p.add_argument("--batch", type=at_least(1), nargs="+",
                    help="instead, the throughput of batched decoding at these batch sizes (e.g. 1 8 32): Jacobi "
-                        "Forcing against greedy AR, measured and predicted by the cost model (~25 min on 2 cores)")
+                        "Forcing against greedy AR, measured and predicted by the cost model (1 2 4 8 16 32: ~12 min on 2 cores)")
     p.add_argument("--workers", type=at_least(1), default=2, help="CPU processes (one thread each), one length bucket each")
     device_args(p)
     p.add_argument("--out", type=Path, help=f"default: {BENCHMARK_OUT}; with --batch, figures/results/batch_throughput.json")

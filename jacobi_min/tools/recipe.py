@@ -18,7 +18,7 @@ Presets: "cpu" (a reduced run for 2 CPU cores) and "gpu" (`--device cuda`, the p
 settings: every training question, lr 1e-5, λ = 10, w = 16, global batch 4, one pass over the data;
 collection and evaluation decode 32 questions a forward with batch.py, and batched greedy AR is then
 the reference each Jacobi row must equal). `--dry-run` runs a preset's steps at a toy size on the
-embedded tiny model and its own task, on the CPU, in about a minute.
+embedded tiny model and its own task, on the CPU, in about 20 s.
 
 Every stage's output lands in the work folder and a rerun resumes after the last finished stage
 (`pipeline.Work`); training resumes mid-stage from its snapshot. The summary (settings, seconds per
@@ -140,7 +140,9 @@ def batched_exactness(model, ids: list[list[int]], cfg: Recipe, checked: int = 4
         tokens, seconds, tpf = [], [], []
         for i in range(0, len(ids), cfg.batch):
             (results, _), t = timed(batch_jacobi_decode, model, ids[i:i + cfg.batch], n, cfg.max_new_tokens)
-            tokens, seconds, tpf = tokens + [r.tokens for r in results], seconds + [t], tpf + [r.tpf for r in results]
+            tokens += [r.tokens for r in results]
+            tpf += [r.tpf for r in results]
+            seconds.append(t)
         return tokens, seconds, tpf
 
     expected, expected_seconds, _ = decode(1)
@@ -239,6 +241,6 @@ def add_commands(commands) -> None:
     p.add_argument("--work", type=Path, default=Path("runs/qwen"),
                    help="trajectories, snapshots and the trained checkpoint; a rerun resumes")
     p.add_argument("--dry-run", action="store_true",
-                   help="the preset's steps at a toy size on the embedded tiny model, on the CPU (about a minute)")
+                   help="the preset's steps at a toy size on the embedded tiny model, on the CPU (about 20 s)")
     p.add_argument("--results", type=Path, help=f"the summary (default: {RESULTS}; with --dry-run, WORK/summary.json)")
     p.set_defaults(run=recipe_command)

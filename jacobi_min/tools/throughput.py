@@ -60,7 +60,8 @@ def run_bucket(length: str) -> dict:
     base, tokenizer = load("base")
     jf = load("jacobi-forcing")[0]
     prompts = [prompt_ids(tokenizer, p) for p in task.problems("test", cfg.problems, seed=cfg.seed, length=length)]
-    decode(base, prompts[:2], 1, 2, 8), decode(jf, prompts[:2], cfg.block_size, 2, 8)  # warm-up
+    for model, n in ((base, 1), (jf, cfg.block_size)):  # warm-up
+        decode(model, prompts[:2], n, 2, 8)
     totals = {}
     for b in cfg.batches:
         total = {m: {"tokens": 0, "seconds": 0.0, "rows": [], "fed": []} for m in ("AR", "Jacobi Forcing")}
