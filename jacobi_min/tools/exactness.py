@@ -54,7 +54,8 @@ def first_divergence(a: list[int], b: list[int]) -> int | None:
 
 @torch.inference_mode()
 def reference(model, ids: list[int], max_new_tokens: int) -> list[int]:
-    """Greedy generate's new tokens, with an explicit all-ones mask (see DESIGN.md §1)."""
+    """Greedy generate's new tokens, with an explicit all-ones mask: without one, generate infers a mask from
+    pad tokens in the prompt and would hide them, where the parallel decoders attend to every prompt token."""
     x = torch.tensor([ids], device=model.device)
     out = model.generate(x, attention_mask=torch.ones_like(x), do_sample=False, max_new_tokens=max_new_tokens)
     return out[0, len(ids):].tolist()
