@@ -8,6 +8,7 @@ import torch
 
 import jacobi_min
 from jacobi_min.tools import bench, figures, task, throughput
+from jacobi_min.jacobi import DecodeResult
 from tests.conftest import generate_greedy
 
 pytestmark = pytest.mark.xdist_group("test_bench")  # one worker: the tiny benchmark run
@@ -39,7 +40,7 @@ def test_results_file_schema(tiny_results):
                     "speedup_range", "speedup_with_prefill_median", "predicted_speedup", "tokens", "forwards",
                     "accepted_histogram"} <= set(r)
             assert r["tps_range"][0] <= r["tps_median"] <= r["tps_range"][1]
-            assert r["identical_to_first_method_of_model"] == 2  # lossless: the model's first method's output
+            assert r["identical_to_model_ar"] == 2  # lossless: its own model's greedy AR output
         ar = bucket["methods"][0]
         assert ar["method"] == "AR" and ar["tpf"] == 1.0 and ar["speedup_median"] == 1.0
         assert ar["predicted_speedup"] == pytest.approx(1.0)
@@ -47,6 +48,24 @@ def test_results_file_schema(tiny_results):
             same_model = [m["accuracy"] for m in bucket["methods"] if m["model"] == r["model"]]
             assert same_model == [r["accuracy"]] * len(same_model)
     assert len(bench.format_table(results).splitlines()) == sum(2 + len(b["methods"]) for b in results["buckets"].values())
+
+
+def test_bench_counts_a_decoder_that_leaves_its_models_ar_output(monkeypatch, tmp_path):
+    """One decoder of one trained model made inexact (its first method, which an earlier version took as the
+    model's reference): the results file says so for that method alone."""
+    real = bench.methods
+
+    def one_inexact(models, cfg):
+        rows = real(models, cfg)
+        for row in rows:
+            if row["method"] == "CLLM":
+                row["run"] = lambda ids, run=row["run"]: DecodeResult(run(ids).tokens[:-1], [1])
+        return rows
+
+    monkeypatch.setattr(bench, "methods", one_inexact)
+    cfg = bench.BenchConfig(problems=2, lengths=["short"], block_sizes=[4], chunks=1, cost_ks=[1, 2], workers=1)
+    rows = bench.run(cfg, tmp_path / "benchmark.json")["buckets"]["short"]["methods"]
+    assert {r["method"]: r["identical_to_model_ar"] for r in rows} == {m: 0 if m == "CLLM" else 2 for m in METHODS}
 
 
 def test_bench_decoders_equal_generate_on_every_model():

@@ -1,6 +1,6 @@
 """Benchmark: every method on the same held-out problems, timed interleaved in one process.
 
-Metrics (DESIGN §2):
+Metrics (as the paper defines them; the words are explained on docs/results.md):
 - TPF = tokens committed by decoding forwards / decoding forwards (prefill and its token left out);
 - TPS = generated tokens / generation time; reported with the prefill excluded (each
   prompt's prefill forward is timed on its own and subtracted) and included;
@@ -16,7 +16,9 @@ the methods run in the same order on every problem, after one warm-up
 problem, so each speedup is a ratio measured interleaved. The problems are
 split into `chunks`; each chunk gives one TPS per method, and the table
 reports the median and range over chunks. Accuracy does not depend on the
-decoder (every method reproduces its model's greedy output).
+decoder: every method must reproduce its own model's greedy AR output, and
+the results file counts, per method, the problems where it did (the base's
+AR is the timed AR row; the trained models' AR runs untimed).
 
 Commands: `bench`, `sweep`, `eval` (held-out scores of any models) and `cost-model`.
 """
@@ -205,7 +207,7 @@ def summarise(row: dict, ar: dict, latency, ks) -> dict:
         "speedup_with_prefill_median": statistics.median(with_prefill),
         "speedup_with_prefill_range": [min(with_prefill), max(with_prefill)],
         "predicted_speedup": predicted_speedup(row["fed"], row["tokens"], latency, ks) if row["fed"] else None,
-        "tokens": row["tokens"], "forwards": row["forwards"], "identical_to_first_method_of_model": row["identical"],
+        "tokens": row["tokens"], "forwards": row["forwards"], "identical_to_model_ar": row["identical"],
         "accepted_histogram": row["hist"],
     }
 
@@ -242,13 +244,15 @@ def run_bucket(length: str) -> dict:
     for i, p in enumerate(tqdm(problems, desc=f"benchmark ({length})")):
         ids = tokenizer(p.prompt)["input_ids"]
         pre = prefill_time(models["base"], ids)
-        references = {}
+        references = {name: greedy_decode(models[name], ids, cfg.max_new_tokens).tokens for name in MODELS if name != "base"}
         for row in rows:
             result, seconds = timed(row["run"], ids)
             if i % chunk == 0 and len(row["chunks"]) < cfg.chunks:
                 row["chunks"].append([0, 0.0, 0.0])
+            if row["method"] == "AR":  # the base's greedy AR output is the timed AR row's
+                references["base"] = result.tokens
             correct = task.is_correct(tokenizer.decode(result.tokens), p.answer)
-            record(row, result, seconds, pre, correct, references.setdefault(row["model"], result.tokens))
+            record(row, result, seconds, pre, correct, references[row["model"]])
     return {"rows": [{k: v for k, v in r.items() if k != "run"} for r in rows],
             "answer_tokens": rows[0]["tokens"] / len(problems) + 1}
 
@@ -286,12 +290,13 @@ def format_table(results: dict) -> str:
         lines.append(f"{length} answers ({lo}-{hi} tokens, mean {bucket['answer_tokens']:.0f}), "
                      f"{bucket['problems']} held-out problems")
         lines.append(f"  {'method':22s} {'model':15s} {'n':>3s} {'TPF':>6s} {'speedup':>8s} {'range':>13s} "
-                     f"{'+prefill':>8s} {'predicted':>9s} {'accuracy':>8s}")
+                     f"{'+prefill':>8s} {'predicted':>9s} {'accuracy':>8s} {'same as AR':>10s}")
         for r in bucket["methods"]:
             pred = f"{r['predicted_speedup']:.2f}x" if r["predicted_speedup"] else "-"
+            same = f"{r['identical_to_model_ar']}/{bucket['problems']}"
             lines.append(f"  {r['method']:22s} {r['model']:15s} {r['block_size']:3d} {r['tpf']:6.2f} "
                          f"{r['speedup_median']:7.2f}x [{r['speedup_range'][0]:.2f}, {r['speedup_range'][1]:.2f}] "
-                         f"{r['speedup_with_prefill_median']:7.2f}x {pred:>9s} {100 * r['accuracy']:7.1f}%")
+                         f"{r['speedup_with_prefill_median']:7.2f}x {pred:>9s} {100 * r['accuracy']:7.1f}% {same:>10s}")
     return "\n".join(lines)
 
 
