@@ -25,7 +25,8 @@ pools over the batch as well. Decision: per example, so a long answer's many
 positions do not outweigh a short one in the batch.)
 
 AR: next-token cross-entropy on the prompt and the clean blocks (bridge pairs
-included, up to the first EOS, PAD ignored), optionally with label smoothing ε
+included, up to the answer's first EOS: an EOS id inside the prompt cuts nothing;
+PAD ignored; `packing.ar_labels`), optionally with label smoothing ε
 (CLLM's trainer: ε = 0.1, i.e. (1-ε)·CE + ε·mean_v(-log p_v)). Total:
 
     L = λ · L_AR + L_c          (λ = 10; the 1/T is inside L_c)

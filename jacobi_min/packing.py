@@ -42,17 +42,24 @@ class Packed:
 
 
 def ar_labels(prompt, clean_blocks, eos: set[int], pad_id: int | None, on_prompt: bool = True) -> list[int]:
-    """Next-token targets along prompt + y*_0 + y*_1 + …, cut after the first EOS, PAD skipped;
-    with on_prompt=False only the answer's tokens are targets (from the bridge pair on)."""
-    stream = prompt + [t for block in clean_blocks for t in block]
-    labels = stream[1:] + [-100]
-    if not on_prompt:
-        labels[:len(prompt) - 1] = [-100] * (len(prompt) - 1)
-    for i, target in enumerate(labels):
-        if target == pad_id and target not in eos:
-            labels[i] = -100
-        if target in eos:
-            return labels[:i + 1] + [-100] * (len(labels) - i - 1)
+    """AR targets along the stream s = prompt + y*_0 + y*_1 + … (P prompt tokens, answer a = y*_0 y*_1 …):
+
+        label_i = s_{i+1}   for  start ≤ i < P + e - 1,   -100 elsewhere
+
+    with e the length of the answer up to and including its first EOS (all of it when it has none)
+    and start = 0, or P - 1 with on_prompt=False (the answer only: from the bridge pair, last prompt
+    token → a_0, on). So the answer's first EOS is the last target; an EOS id inside the prompt (a
+    chat prompt's `<|im_end|>`) is a prompt token like any other and cuts nothing, as in the
+    official trainer, which looks for EOS in the clean blocks only. A PAD target is -100 unless
+    PAD is also an EOS id. Decision: such a PAD stays a target (the official trainer drops every
+    PAD target): the real Qwen's PAD is `<|endoftext|>`, an EOS id that ends answers."""
+    answer = [t for block in clean_blocks for t in block]
+    stream = prompt + answer
+    end = len(prompt) + next((i + 1 for i, t in enumerate(answer) if t in eos), len(answer))
+    labels = [-100] * len(stream)
+    for i in range(0 if on_prompt else len(prompt) - 1, end - 1):
+        if stream[i + 1] != pad_id or stream[i + 1] in eos:
+            labels[i] = stream[i + 1]
     return labels
 
 

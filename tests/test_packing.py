@@ -140,3 +140,26 @@ def test_answer_only_ar_and_drop_last_change_only_what_they_name():
         assert (other.ids, other.positions, other.kinds, other.blocks) == (default.ids, default.positions,
                                                                          default.kinds, default.blocks)
     assert answer_only.pairs == default.pairs and dropped.labels == default.labels
+
+
+EOS_PROMPT = [5, 3, 12, 7, 30]  # holds the EOS id 3, as a chat prompt holds <|im_end|>
+PROMPT_TARGETS = {True: [3, 12, 7, 30, 11], False: [-100, -100, -100, -100, 11]}  # ar_on_prompt: targets of the prompt's positions
+
+
+@pytest.mark.parametrize("ar_on_prompt", [True, False])
+def test_an_eos_in_the_prompt_cuts_no_answer_label_jacobi_forcing(ar_on_prompt):
+    """The AR labels run to the answer's first EOS (block 2's), whatever the prompt holds."""
+    packed = pack(EOS_PROMPT, NOISY_BLOCKS, CLEAN_BLOCKS, eos={3}, ar_on_prompt=ar_on_prompt)
+    answer = [-100] * 4 + [4, 8, 20, 6] + [-100] * 4 + [6, 13, 2, 17] + [-100] * 2 + [3, -100]
+    assert packed.labels == PROMPT_TARGETS[ar_on_prompt] + answer
+    assert packed.answer_labels == PROMPT_TARGETS[False] + answer
+
+
+@pytest.mark.parametrize("ar_on_prompt", [True, False])
+def test_an_eos_in_the_prompt_cuts_no_answer_label_cllm(ar_on_prompt):
+    """CLLM's layout [prompt][y*_0][ỹ_1][y*_1][y*_2] (drop_last): the same labels on the clean blocks."""
+    packed = pack(EOS_PROMPT, [None, NOISY_BLOCKS[1], None], CLEAN_BLOCKS, eos={3}, ar_on_prompt=ar_on_prompt,
+                  drop_last=True)
+    answer = [4, 8, 20, 6] + [-100] * 4 + [6, 13, 2, 17] + [3, -100]
+    assert packed.labels == PROMPT_TARGETS[ar_on_prompt] + answer
+    assert packed.answer_labels == PROMPT_TARGETS[False] + answer
