@@ -20,6 +20,7 @@ import os
 import random
 import shutil
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -162,6 +163,19 @@ def setup_distributed() -> tuple[int, int]:
     return dist.get_rank(), dist.get_world_size()
 
 
+@contextmanager
+def in_mode(model, training: bool):
+    """Run the block with `model` in training (True) or eval (False) mode; after it, even after an
+    error, every module of the model is back in the mode it had."""
+    modes = [(module, module.training) for module in model.modules()]
+    model.train(training)
+    try:
+        yield
+    finally:
+        for module, mode in modes:
+            module.training = mode
+
+
 def train(model, tokenizer, trajectories: list[dict], cfg: TrainConfig, out_dir: Path | None = None,
           progress: bool = True, resume: Path | None = None, check=None) -> list[dict]:
     """AdamW β=(0.9, 0.95), warm-up then cosine; returns the log (and saves to out_dir on rank 0).
@@ -171,13 +185,24 @@ def train(model, tokenizer, trajectories: list[dict], cfg: TrainConfig, out_dir:
     With `resume`, a snapshot (weights, optimiser, sampler state, log) is written there every
     `cfg.save_every` steps, and a run that finds one continues from it: an interrupted run
     resumed ends with the same weights as one never interrupted.
+
+    The steps run in training mode with torch's global RNG seeded with `cfg.seed`; the model comes
+    back in the mode it came in, and the global RNG (CPU, and the model's GPU) as it was.
     """
+    device = next(model.parameters()).device
+    with in_mode(model, training=True), torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        torch.manual_seed(cfg.seed)
+        return train_steps(model, tokenizer, trajectories, cfg, out_dir, progress, resume, check)
+
+
+def train_steps(model, tokenizer, trajectories: list[dict], cfg: TrainConfig, out_dir: Path | None,
+                progress: bool, resume: Path | None, check) -> list[dict]:
+    """`train`'s run, in the mode and RNG state `train` sets."""
     if not trajectories:
         raise ValueError("no trajectories to train on: collect some first (python -m jacobi_min collect)")
     check_config(cfg)
     rank, world = setup_distributed()
     rng = random.Random(f"{cfg.seed}-{rank}")
-    torch.manual_seed(cfg.seed)
     eos, pad_id = eos_ids(model), tokenizer.pad_token_id
     groups = length_groups(trajectories)
     trainable = trainable_parameters(model, cfg.freeze_embeddings)
@@ -190,7 +215,6 @@ def train(model, tokenizer, trajectories: list[dict], cfg: TrainConfig, out_dir:
     if not log and rank == 0 and check:
         log.append({"step": 0, "seconds": 0.0, **check(model, progress=progress)})
     done = log[-1]["step"] if log else 0
-    model.train()
     for step in (bar := tqdm(range(done + 1, cfg.steps + 1), desc=f"train {cfg.method}", initial=done,
                              total=cfg.steps, disable=rank > 0 or not progress)):
         batch = make_batch(groups, cfg, rng, eos, pad_id)
@@ -204,7 +228,6 @@ def train(model, tokenizer, trajectories: list[dict], cfg: TrainConfig, out_dir:
         bar.set_postfix(loss=f"{row['loss']:.3f}", **({"tpf": f"{row['tpf']:.2f}"} if "tpf" in row else {}))
         if resume is not None and rank == 0 and step % cfg.save_every == 0 and step < cfg.steps:
             snapshot(resume, model, opt, log, rng=rng.getstate())
-    model.eval()
     if rank == 0 and out_dir is not None:
         save_checkpoint(model, tokenizer, out_dir, cfg, log)
     if resume is not None and rank == 0:

@@ -10,7 +10,7 @@ import torch
 from tqdm import tqdm
 
 from ..jacobi import jacobi_decode
-from ..train import TrainConfig, train
+from ..train import TrainConfig, in_mode, train
 from . import realtasks, task
 
 
@@ -38,15 +38,16 @@ def is_correct(tokenizer, tokens: list[int], problem: task.Problem) -> bool:
 @torch.no_grad()
 def evaluate(model, tokenizer, problems: list[task.Problem], block_size: int,
              max_new_tokens: int = task.MAX_ANSWER_TOKENS, progress: bool = True) -> dict:
-    """Held-out accuracy, TPF of greedy Jacobi at `block_size`, and repetition."""
-    model.eval()
+    """Held-out accuracy, TPF of greedy Jacobi at `block_size`, and repetition. The model decodes in
+    eval mode and comes back in the mode it came in (the drafts' seeded generator leaves torch's
+    global RNG alone)."""
     correct, tokens, forwards, rep = [], 0, 0, 0.0
-    for p in tqdm(problems, desc="evaluate", leave=False, disable=not progress):
-        result = jacobi_decode(model, prompt_ids(tokenizer, p), block_size, max_new_tokens)
-        correct.append(is_correct(tokenizer, result.tokens, p))
-        tokens, forwards = tokens + sum(result.accepted), forwards + result.forwards
-        rep += repetition(result.tokens)
-    model.train()
+    with in_mode(model, training=False):
+        for p in tqdm(problems, desc="evaluate", leave=False, disable=not progress):
+            result = jacobi_decode(model, prompt_ids(tokenizer, p), block_size, max_new_tokens)
+            correct.append(is_correct(tokenizer, result.tokens, p))
+            tokens, forwards = tokens + sum(result.accepted), forwards + result.forwards
+            rep += repetition(result.tokens)
     n = len(problems)
     return {"accuracy": sum(correct) / n, "tpf": tokens / forwards, "repetition": rep / n,
             "correct": bucket_counts(problems, correct)}
