@@ -10,6 +10,7 @@ import math
 import multiprocessing as mp
 import numbers
 from collections.abc import Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -129,3 +130,14 @@ def pmap(fn, items: list, workers: int = 1, desc: str | None = None) -> list:
         return [fn(x) for x in tqdm(items, desc=desc)]
     with mp.get_context("fork").Pool(workers, initializer=torch.set_num_threads, initargs=(1,)) as pool:
         return list(tqdm(pool.imap(fn, items), total=len(items), desc=desc))
+
+
+@contextmanager
+def num_threads(n: int):
+    """Run the block on `n` torch threads, then hand back the count the caller had."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

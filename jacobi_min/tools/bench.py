@@ -39,7 +39,7 @@ from transformers import DynamicCache
 from ..jacobi import DecodeResult, forward_argmax, greedy_decode, jacobi_decode
 from ..model import load
 from ..multiblock import multiblock_decode
-from ..utils import SHARED, pmap
+from ..utils import SHARED, num_threads, pmap
 from . import task
 from .cli import at_least, device_args, dtype_of, model_args, probability, with_model
 from .evaluate import evaluate
@@ -262,8 +262,8 @@ def run(cfg: BenchConfig = BenchConfig(), out: Path | None = BENCHMARK_OUT) -> d
     SHARED["bench"] = cfg
     workers = cfg.workers if cfg.device == "cpu" else 1
     raw = pmap(run_bucket, cfg.lengths, workers, "length buckets")
-    torch.set_num_threads(timed_threads(workers))  # L(k) on the timed runs' threads
-    latency = cost_model(load("base", cfg.device, getattr(torch, cfg.dtype))[0], cfg.cost_ks, cfg.cost_context)
+    with num_threads(timed_threads(workers)):  # L(k) on the timed runs' threads
+        latency = cost_model(load("base", cfg.device, getattr(torch, cfg.dtype))[0], cfg.cost_ks, cfg.cost_context)
     buckets = {}
     for length, bucket in zip(cfg.lengths, raw):
         ar = bucket["rows"][0]

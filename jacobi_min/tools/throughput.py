@@ -26,7 +26,7 @@ from tqdm import tqdm
 
 from ..batch import batch_jacobi_decode
 from ..model import load
-from ..utils import SHARED, pmap
+from ..utils import SHARED, num_threads, pmap
 from . import task
 from .bench import cost_model, forwards_cost, machine, timed, timed_threads
 from .evaluate import prompt_ids
@@ -93,8 +93,8 @@ def run(cfg: ThroughputConfig = ThroughputConfig(), out: Path | None = OUT) -> d
     """Every bucket in its own one-thread process, then L(k) on one thread; written to `out`."""
     SHARED["throughput"] = cfg
     raw = pmap(run_bucket, cfg.lengths, cfg.workers, "length buckets")
-    torch.set_num_threads(timed_threads(cfg.workers))
-    latency = cost_model(load("base")[0], cfg.cost_ks)
+    with num_threads(timed_threads(cfg.workers)):
+        latency = cost_model(load("base")[0], cfg.cost_ks)
     results = {"config": asdict(cfg), "threads": timed_threads(cfg.workers), "machine": machine(),
                "cost_model": {"k": cfg.cost_ks, "latency_s": latency},
                "buckets": {length: summary(rows, latency, cfg.cost_ks) for length, rows in zip(cfg.lengths, raw)}}

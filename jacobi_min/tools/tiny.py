@@ -123,8 +123,15 @@ def draw_batch(groups: list[list[list[int]]], weights: list[float], tokens: int,
 
 
 def train_base(out_dir: Path, cfg: BaseConfig = BaseConfig()) -> dict:
-    """Tokenizer + tiny Qwen2 trained from scratch; writes checkpoint and log to out_dir."""
-    torch.manual_seed(cfg.seed)
+    """Tokenizer + tiny Qwen2 trained from scratch, seeded by cfg.seed; writes checkpoint and log to
+    out_dir. The caller's global RNG state is handed back afterwards."""
+    with torch.random.fork_rng():
+        torch.manual_seed(cfg.seed)
+        return fit_base(out_dir, cfg)
+
+
+def fit_base(out_dir: Path, cfg: BaseConfig) -> dict:
+    """`train_base`'s loop, on the global RNG as the caller seeded it."""
     train = task.problems("train", cfg.train_problems, seed=cfg.seed)
     tokenizer, model = starting_point(cfg, train)
     groups = length_groups([encode(tokenizer, p) for p in train], train)
