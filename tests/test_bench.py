@@ -82,98 +82,72 @@ def test_bench_decoders_equal_generate_on_every_model():
 
 
 def test_figures_rebuild_from_results_only(tiny_results, tmp_path):
+    results = tiny_results.parent
     runs = {k: [{"seed": 0, "iterations_per_token": v, "accuracy": 0.9}, {"seed": 1, "iterations_per_token": v + 0.01,
                                                                               "accuracy": 0.95}]
             for k, v in [("progressive", 0.4), ("random", 0.45), ("reverse", 0.5)]}
     ablation = {"steps": 10, "block_size": 16, "problems": 5, "length": "long", "runs": runs}
-    (tiny_results.parent / "ablation.json").write_text(json.dumps(ablation))
+    (results / "ablation.json").write_text(json.dumps(ablation))
     row = {"exact": 2, "total": 2, "first_divergence": [None, None], "tpf": [1.02, 1.06], "seconds": [3.0, 4.0]}
     report = {"methods": {"jacobi n=4": row, "prompt lookup": row}, "reference_seconds": [2.0, 3.0],
               "meta": {"model": "qwen", "dtype": "torch.float32", "max_new_tokens": 8}}
-    (tiny_results.parent / "qwen_exactness_float32.json").write_text(json.dumps(report))
+    (results / "qwen_exactness_float32.json").write_text(json.dumps(report))
     costs = {"k": [1, 2, 4], "latency_s": [0.1, 0.12, 0.2], "context": 8}
-    (tiny_results.parent / "qwen_cost_model_float32.json").write_text(json.dumps(costs))
+    (results / "qwen_cost_model_float32.json").write_text(json.dumps(costs))
     stage = lambda tpf: {"accuracy": 0.5, "finished": 1, "methods": {"jacobi n=16": {"tpf": tpf, "speedup": 0.5 * tpf}}}
     recipe = {"settings": {"eval_prompts": 2, "max_new_tokens": 8, "block_size": 16, "train": {"lam": 10.0}},
               "trajectories": 3, "log": [{"step": s, "loss": 3.0 / s, "ar": 0.1 / s, "consistency": 2.0 / s} for s in range(1, 5)], "before": stage(1.1), "after": stage(1.6),
               "seen": {"before": [1.1, 1.0], "after": [2.0, 1.5]}}
-    (tiny_results.parent / "qwen_jacobi_forcing.json").write_text(json.dumps(recipe))
-    score = lambda tpf: {length: {"accuracy": 0.8, "tpf": tpf, "repetition": 0.01} for length in task.BUCKETS}
-    write_schedule_study(tiny_results.parent / "training_runs" / "schedules", score)
-    logs = tmp_path / "checkpoints"
-    for name in ("jacobi-forcing", "cllm"):
-        (logs / name).mkdir(parents=True)
-        rows = [{"step": s, "loss": 5.0 / s, "ar": 0.4 / s, "consistency": 1.0 / s} | ({"tpf": 1 + s / 10, "accuracy": 0.8} if s % 5 == 0 else {})
-                for s in range(1, 11)]
-        (logs / name / "train_log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (results / "qwen_jacobi_forcing.json").write_text(json.dumps(recipe))
+    write_training_logs(tmp_path / "checkpoints")
+    figures.write_training_summary(tmp_path / "checkpoints", results / "training_curves.json")
     out = tmp_path / "figures"
     out.mkdir()
-    written = figures.build(tiny_results.parent, out, logs, tiny_results.parent / "training_runs")
+    written = figures.build(results, out)
     names = {p.name for p in written}
     assert names == {"speedup_vs_answer_length.png", "tpf_vs_answer_length.png", "accuracy_vs_speedup.png",
                      "acceptance_histogram.png", "cost_model.png", "noise_schedule_ablation.png", "training_curves.png",
                      "real_qwen.png", "qwen_jacobi_forcing.png"}
     for p in written:
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000
-    assert figures.stale(tiny_results.parent, out, logs, tiny_results.parent / "training_runs") == []
-    (tiny_results.parent / "ablation.json").write_text(json.dumps({**ablation, "steps": 11}))
-    assert figures.stale(tiny_results.parent, out, logs, tiny_results.parent / "training_runs") == ["noise_schedule_ablation.png"]
-    figures.build(tiny_results.parent, out, logs, tiny_results.parent / "training_runs")
-    (tiny_results.parent / "training_runs" / "schedules" / "reverse-s2.json").unlink()
-    assert figures.stale(tiny_results.parent, out, logs, tiny_results.parent / "training_runs") == ["noise_schedule_ablation.png"]
+    assert figures.stale(results, out) == []
+    (results / "ablation.json").write_text(json.dumps({**ablation, "steps": 11}))
+    assert figures.stale(results, out) == ["noise_schedule_ablation.png"]
+    (results / "noise_schedules.json").write_text(json.dumps({"studies": [ablation, {**ablation, "offset": "offset 0"}]}))
+    assert figures.jobs(results)["noise_schedule_ablation.png"][0] == [results / "noise_schedules.json"]  # over ablation.json
+    figures.build(results, out)
+    assert figures.stale(results, out) == []
 
 
-def write_schedule_study(folder, score, names=tuple(figures.PAPER_ABLATION), random_offset=True) -> None:
-    """An `eval` file per schedule and seed, as training_runs/schedules/run.sh writes them."""
-    folder.mkdir(parents=True)
-    for name in names:
-        for seed in range(3):
-            label = f"{name}-s{seed}"
-            tpf = 1.5 + list(figures.PAPER_ABLATION).index(name) + seed / 10 + (not random_offset)
-            (folder / f"{label}.json").write_text(json.dumps(
-                {"problems": 4, "block_size": 16, "models": {label: "dir"}, "scores": {label: score(tpf)}}))
-            (folder / label).mkdir()
-            config = {"steps": 600, "schedule": name, "random_offset": random_offset}
-            (folder / label / "train_config.json").write_text(json.dumps({"config": config}))
+def write_training_logs(folder, steps: int = 120) -> None:
+    """A train_log.jsonl per drawn checkpoint, as train writes it: a check before each round's first step and
+    every 50 steps, the losses at every step; a second round from step 100."""
+    for name in figures.NAMES:
+        (folder / name).mkdir(parents=True)
+        rows = [{"step": 0, "tpf": 1.0, "accuracy": 1.0}]
+        for s in range(1, steps + 1):
+            if s == 101:
+                rows.append({"step": 100, "tpf": 1.5, "accuracy": 0.9, "round": 2})
+            check = {"tpf": 1 + s / 100, "accuracy": 0.8} if s % 50 == 0 else {}
+            rows.append({"step": s, "loss": 5.0 / s, "ar": 0.4 / s, "consistency": 1.0 / s, **check}
+                        | ({"round": 2} if s > 100 else {}))
+        (folder / name / "train_log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
-def test_schedule_study_reads_every_run_into_the_ablation_layout(tmp_path):
-    folder = tmp_path / "schedules"
-    score = lambda tpf: {"long": {"accuracy": 0.75, "tpf": tpf, "repetition": 0.01}}
-    write_schedule_study(folder, score)
-    paths = figures.schedule_files(folder)
-    assert len(paths) == 9
-    study = figures.schedule_study(paths)
-    assert (study["steps"], study["block_size"], study["problems"], study["length"]) == (600, 16, 4, "long")
-    assert study["offset"] == "random offset"
-    assert list(study["runs"]) == list(figures.PAPER_ABLATION)
-    assert [r["seed"] for r in study["runs"]["random"]] == [0, 1, 2]
-    assert [r["iterations_per_token"] for r in study["runs"]["reverse"]] == [1 / 3.5, 1 / 3.6, 1 / 3.7]
-    assert study["runs"]["progressive"][0]["accuracy"] == 0.75
-    (folder / "reverse-s2" / "train_config.json").write_text(json.dumps(
-        {"config": {"steps": 300, "schedule": "reverse", "random_offset": True}}))
-    with pytest.raises(ValueError, match="steps \\[300, 600\\]"):
-        figures.schedule_study(paths)
-    (folder / "reverse-s2" / "train_config.json").unlink()
-    assert figures.schedule_files(folder) == []
-    (folder / "random-s1.json").unlink()
-    assert figures.schedule_files(folder) == []
-
-
-def test_a_schedule_study_borrows_the_runs_it_lacks_from_another(tmp_path):
-    score = lambda tpf: {"long": {"accuracy": 0.75, "tpf": tpf, "repetition": 0.01}}
-    write_schedule_study(tmp_path / "schedules", score)
-    write_schedule_study(tmp_path / "offset0", score, names=("progressive", "reverse"), random_offset=False)
-    assert figures.schedule_files(tmp_path / "offset0") == []
-    assert figures.schedule_files(tmp_path / "empty", random_from=tmp_path / "schedules") == []
-    paths = figures.schedule_files(tmp_path / "offset0", random_from=tmp_path / "schedules")
-    assert [p.parent.name for p in paths] == ["offset0"] * 3 + ["schedules"] * 3 + ["offset0"] * 3
-    study = figures.schedule_study(paths)
-    assert study["offset"] == "offset 0"
-    assert [r["iterations_per_token"] for r in study["runs"]["progressive"]] == [1 / 2.5, 1 / 2.6, 1 / 2.7]
-    assert [r["iterations_per_token"] for r in study["runs"]["random"]] == [1 / 2.5, 1 / 2.6, 1 / 2.7]
-    with pytest.raises(ValueError, match="offsets \\['offset 0', 'random offset'\\]"):
-        figures.schedule_study(paths[:6] + figures.schedule_files(tmp_path / "schedules")[6:])
+def test_training_summary_keeps_each_rounds_moving_mean_and_every_check(tmp_path):
+    write_training_logs(tmp_path)
+    figures.write_training_summary(tmp_path, tmp_path / "curves.json")
+    summary = json.loads((tmp_path / "curves.json").read_text())
+    assert (summary["smoothing"], summary["every"], list(summary["models"])) == (50, 10, list(figures.NAMES))
+    first, second = summary["models"]["cllm"]["rounds"]
+    assert (first["round"], first["start"], first["step"]) == (1, 0, [50, 60, 70, 80, 90, 100])
+    assert first["consistency"][0] == round(sum(1.0 / s for s in range(1, 51)) / 50, 6)
+    assert first["ar"][-1] == round(sum(0.4 / s for s in range(51, 101)) / 50, 6)
+    # a round shorter than the window: the mean of all its steps so far, at its last step
+    assert (second["round"], second["start"], second["step"]) == (2, 100, [120])
+    assert second["consistency"] == [round(sum(1.0 / s for s in range(101, 121)) / 20, 6)]
+    checks = summary["models"]["cllm"]["checks"]
+    assert [(c["step"], c["round"], c["tpf"]) for c in checks] == [(0, 1, 1.0), (50, 1, 1.5), (100, 1, 2.0), (100, 2, 1.5)]
 
 
 def test_committed_figures_are_drawn_from_the_committed_results():

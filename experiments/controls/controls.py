@@ -2,7 +2,7 @@
 
 Usage (from the repository's root; about 90 min on 2 cores):
     python experiments/controls/controls.py [--arms ARM ...] [--work runs/controls]
-It writes figures/results/controls.json and draws experiments/controls/controls.png and frontier.png
+It writes figures/results/controls.json and draws experiments/controls/controls.png from it
 (docs/results.md, "The controls").
 
 Every arm is one round-1 fine-tune of the base model on its own n = 16
@@ -22,7 +22,7 @@ Forcing, λ = 10, lr 1e-4, 1,500 prompts) in the setting its name gives:
     CLLM               CLLM's trainer (one example per block, ε = 0.1) on the same data
 
 plus the base model itself (no training), scored on the same problems. The
-figures group the arms as PANELS does.
+figure groups the arms as PANELS does.
 
 Held-out accuracy is scored during training (steps 0, 50, 100, 200 and the
 last, on `eval_problems` mixed problems) and, at the end, per length bucket on
@@ -41,7 +41,7 @@ from jacobi_min.model import load
 from jacobi_min.tools import task
 from jacobi_min.tools.cli import at_least
 from jacobi_min.tools.evaluate import evaluate, train_and_check
-from jacobi_min.tools.figures import COLORS, save
+from jacobi_min.tools.figures import save
 from jacobi_min.tools.pipeline import PipelineConfig, Work, collect
 from jacobi_min.train import CLLM, TrainConfig
 from jacobi_min.utils import SHARED, atomic_write, pmap
@@ -79,8 +79,6 @@ PANELS = {
         "300 prompts", "3200 prompts", "3200 prompts, λ 3", "3200 prompts, λ 30", "CLLM, 3200 prompts, λ 3",
         "CLLM, 3200 prompts, λ 10", "CLLM, 3200 prompts, λ 30"],
 }
-FRONTIERS = {"Jacobi Forcing": ["3200 prompts, λ 3", "3200 prompts", "3200 prompts, λ 30"],
-             "CLLM": ["CLLM, 3200 prompts, λ 3", "CLLM, 3200 prompts, λ 10", "CLLM, 3200 prompts, λ 30"]}
 
 
 @dataclass
@@ -167,27 +165,6 @@ def control_curves(data: dict):
     return fig
 
 
-def frontier(data: dict):
-    """Accuracy against TPF per length bucket on the controls' base: each method's λ sweep as a
-    line (the controls, 3200 prompts) and the base model's accuracy."""
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2), sharey=True)
-    for ax, length in zip(axes, ("short", "medium", "long")):
-        ax.axhline(100 * data["arms"]["base (no training)"]["scores"][length]["accuracy"], color="grey", lw=1,
-                   label="base model")
-        for method, names in FRONTIERS.items():
-            names = [n for n in names if n in data["arms"]]
-            scores = [data["arms"][n]["scores"][length] for n in names]
-            lams = ", ".join(f"{data['arms'][n]['config']['lam']:g}" for n in names)
-            color = COLORS["Jacobi Forcing" if method == "Jacobi Forcing" else "CLLM"]
-            ax.plot([s["tpf"] for s in scores], [100 * s["accuracy"] for s in scores], marker="o", color=color,
-                    label=f"{method}, {data['steps']} steps (λ = {lams})")
-        ax.set_xlabel(f"tokens per forward (greedy Jacobi, n = {data['block_size']})")
-        ax.set_title(f"{length} answers, {data['problems']} held-out problems", fontsize=10)
-    axes[0].set_ylabel("accuracy (%)")
-    axes[0].legend(fontsize=7, loc="lower left")
-    return fig
-
-
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--work", type=Path, default=Path("runs/controls"), help="trajectories and finished arms; a rerun resumes")
@@ -197,12 +174,11 @@ def main(argv=None) -> None:
     p.add_argument("--problems", type=at_least(1), default=ControlsConfig.problems, help="per length bucket")
     p.add_argument("--workers", type=at_least(1), default=ControlsConfig.workers)
     p.add_argument("--results", type=Path, default=ControlsConfig.results)
-    p.add_argument("--figures", type=Path, default=HERE, help="folder for controls.png and frontier.png")
+    p.add_argument("--figures", type=Path, default=HERE, help="folder for controls.png")
     args = p.parse_args(argv)
     controls_command(args)
     data = json.loads(args.results.read_text())
     save(control_curves(data), args.figures / "controls.png", [args.results])
-    save(frontier(data), args.figures / "frontier.png", [args.results])
 
 
 if __name__ == "__main__":

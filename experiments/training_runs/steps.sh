@@ -1,4 +1,4 @@
-# Steps shared by the training-run scripts (round3-seeds/run.sh, round4/run.sh, round5/run.sh,
+# Steps shared by the training-run scripts (round4/run.sh, round5/run.sh, round5-seeds/run.sh,
 # wallclock-*/run.sh), sourced after they set work (the work folder) and, to train, traj (the trajectories). Each
 # step is skipped when its output exists, so a rerun resumes (training from its snapshot).
 train() {  # out, start model, seed, lr, steps, further flags

@@ -1,8 +1,6 @@
 """jacobi-min commands: `python -m jacobi_min <command> --help` for each one's arguments."""
 import argparse
-import runpy
 import sys
-from pathlib import Path
 
 from . import bench, demo, exactness, figures, generate, pipeline, recipe, tiny
 
@@ -26,28 +24,14 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     for module in OWNERS:
         module.add_commands(commands)
-    commands.add_parser("controls", help=f"moved to {CONTROLS} (this alias runs it from a clone)", add_help=False)
     parser.epilog = "arguments of every command:\n" + "".join(
         "  " + sub.format_usage().replace("usage: ", "") for sub in commands.choices.values())
     return parser
 
 
-CONTROLS = Path("experiments/controls/controls.py")  # an experiment, outside the package
-
-
-def run_controls(options: list[str]) -> None:
-    """The `controls` command of earlier releases: the experiment's script, when run from a clone."""
-    if not CONTROLS.exists():
-        sys.exit(f"error: the controls are an experiment now: run python {CONTROLS} from a clone of the repository")
-    sys.argv = [str(CONTROLS), *options]
-    runpy.run_path(str(CONTROLS), run_name="__main__")
-
-
 def main(argv=None):
     """Run one command; a bad input (a ValueError or a missing file) ends with its message, not a traceback."""
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["controls"]:
-        return run_controls(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         args.run(args)

@@ -1,15 +1,13 @@
-"""Rebuild every PNG in `figures/` from results files only (no model is run).
+"""Rebuild every PNG in `figures/` from the results files in `figures/results/` only (no model is run).
 
-Inputs: `figures/results/benchmark.json` (bench), `figures/results/ablation.json`
-(pipeline) with the longer schedule studies' `eval` files
-(`experiments/training_runs/schedules/`, `…/schedules-offset0/`),
-the `train_log.jsonl` of each trained checkpoint, and for the real Qwen
-`qwen_exactness_float32.json` (exactness; optional `_extra.json` and
-`_multiblock.json`: more methods, each against its own `generate` runs) with
-`qwen_cost_model_float32.json` (cost-model), and `qwen_jacobi_forcing.json`
-(recipe), and `batch_throughput.json` (bench --batch). Every PNG carries the SHA-256 of its input files in a text chunk;
-`stale` lists the figures whose inputs have changed since they were drawn (a
-test keeps the committed ones current).
+Inputs: `benchmark.json` (bench), `noise_schedules.json` (the longer noise-schedule studies, summarised by
+their experiment's script) or else `ablation.json` (`pipeline --stage ablation`), `training_curves.json`
+(the shipped checkpoints' training logs, summarised by `write_training_summary`: `figures --training-logs`),
+and for the real Qwen `qwen_exactness_float32.json` (exactness; optional `_extra.json` and
+`_multiblock.json`: more methods, each against its own `generate` runs) with `qwen_cost_model_float32.json`
+(cost-model), `qwen_jacobi_forcing.json` (recipe), and `batch_throughput.json` (bench --batch). Every PNG
+carries the SHA-256 of its input files in a text chunk; `stale` lists the figures whose inputs have changed
+since they were drawn (a test keeps the committed ones current).
 """
 import hashlib
 import json
@@ -19,10 +17,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from PIL import Image
 
-from ..model import CHECKPOINTS
 from .plots import acceptance_histogram
 
-RUNS = Path("experiments/training_runs")  # the kept training runs, relative to the current folder
 FIGURES = Path("figures")  # relative to the current folder: run from a clone, it rebuilds the clone's figures
 JACOBI_METHODS = ["Jacobi (base)", "CLLM", "CLLM + MR", "Jacobi Forcing", "Jacobi Forcing + MR"]
 SOURCE_KEY = "Source-SHA256"  # PNG text chunk: the digest of the figure's input files
@@ -161,44 +157,6 @@ def batch_speedup(results: dict):
 PAPER_ABLATION = {"progressive": 0.48, "random": 0.53, "reverse": 0.62}  # the paper's iterations per token
 
 
-def schedule_config(path: Path) -> Path:
-    """The settings of the run that an `eval` file `<label>.json` scored: `<label>/train_config.json`."""
-    return path.with_suffix("") / "train_config.json"
-
-
-def schedule_files(folder: Path, seeds: int = 3, random_from: Path | None = None) -> list[Path]:
-    """The `eval` files `<schedule>-s<seed>.json` of a schedule study run with `train` and `eval`
-    (training_runs/schedules/run.sh), the random schedule's from `random_from` when given (it takes
-    no offset, so one set of its runs serves a study of each offset); [] until every schedule and
-    seed has one and its settings."""
-    paths = [((random_from or folder) if name == "random" else folder) / f"{name}-s{seed}.json"
-             for name in PAPER_ABLATION for seed in range(seeds)]
-    return paths if all(path.exists() and schedule_config(path).exists() for path in paths) else []
-
-
-def schedule_study(paths: list[Path]) -> dict:
-    """Those files in the layout of `pipeline`'s ablation.json; the steps come from each run's settings."""
-    runs, problems, block_sizes, steps = {name: [] for name in PAPER_ABLATION}, set(), set(), set()
-    offsets = set()
-    for path in paths:
-        data = json.loads(path.read_text())
-        config = json.loads(schedule_config(path).read_text())["config"]
-        steps.add(config["steps"])
-        if config["schedule"] != "random":  # a random schedule takes no offset
-            offsets.add("random offset" if config["random_offset"] else "offset 0")
-        (label, scores), = data["scores"].items()
-        name, seed = label.rsplit("-s", 1)
-        problems.add(data["problems"])
-        block_sizes.add(data["block_size"])
-        runs[name].append({"seed": int(seed), "iterations_per_token": 1 / scores["long"]["tpf"], **scores["long"]})
-    if len(problems) != 1 or len(block_sizes) != 1 or len(steps) != 1 or len(offsets) != 1:
-        raise ValueError(f"the runs of one study differ: problems {sorted(problems)}, block sizes {sorted(block_sizes)}, "
-                         f"steps {sorted(steps)}, offsets {sorted(offsets)}")
-    (count,), (block_size,), (step_count,), (offset,) = problems, block_sizes, steps, offsets
-    return {"steps": step_count, "block_size": block_size, "problems": count, "length": "long", "offset": offset,
-            "runs": runs}
-
-
 def ablation(studies: list[dict]):
     """One panel per study: mean iterations per token over seeds (a labelled point), each seed (small
     dots), and the paper's value for the three schedules (a hollow diamond beside ours). Points, not
@@ -241,39 +199,63 @@ def ablation_panel(ax, data: dict) -> None:
                  f"{data['length']} answers", fontsize=9)
 
 
-NAMES = {"jacobi-forcing": "Jacobi Forcing", "cllm": "CLLM"}
+NAMES = {"jacobi-forcing": "Jacobi Forcing", "cllm": "CLLM"}  # the checkpoints whose training is drawn
+SMOOTHING, EVERY = 50, 10  # training curves: the mean of a round's last 50 steps, kept at every 10th step
 
 
-def smoothed(values: list[float], window: int = 50) -> list[float]:
-    """The running mean over the last `window` values (training losses are noisy step to step)."""
-    sums = np.cumsum([0.0, *values])
-    return [(sums[i + 1] - sums[max(0, i + 1 - window)]) / min(i + 1, window) for i in range(len(values))]
+def read_log(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def training_curves(logs: dict[str, list[dict]]):
+def curve_summary(log: list[dict]) -> dict:
+    """One `train_log.jsonl`, small: per round (CLLM: phase), each loss term's mean over the round's last
+    SMOOTHING steps at every EVERY-th step and the round's last; every held-out check (step, round, TPF,
+    accuracy). Rows without a loss hold only a check (before a round's first step)."""
+    steps, rounds = [r for r in log if "loss" in r], []
+    for number in sorted({r.get("round", 1) for r in steps}):
+        rows = [r for r in steps if r.get("round", 1) == number]
+        window = min(SMOOTHING, len(rows))
+        kept = [i for i in range(window - 1, len(rows)) if (i + 1) % EVERY == 0 or i == len(rows) - 1]
+        mean = lambda key, i: round(float(np.mean([r[key] for r in rows[i + 1 - window:i + 1]])), 6)
+        rounds.append({"round": number, "start": rows[0]["step"] - 1, "step": [rows[i]["step"] for i in kept],
+                       **{key: [mean(key, i) for i in kept] for key in ("consistency", "ar")}})
+    checks = [{"step": r["step"], "round": r.get("round", 1), "tpf": round(r["tpf"], 4), "accuracy": r["accuracy"]}
+              for r in log if "tpf" in r]
+    return {"rounds": rounds, "checks": checks}
+
+
+def write_training_summary(checkpoints: Path, out: Path) -> None:
+    """`out` (figures/results/training_curves.json) from the `train_log.jsonl` of the NAMES checkpoints in
+    `checkpoints`, as `pipeline --out` or `train --out` writes them."""
+    models = {name: curve_summary(read_log(checkpoints / name / "train_log.jsonl")) for name in NAMES}
+    out.write_text(json.dumps({"smoothing": SMOOTHING, "every": EVERY, "models": models}, indent=1) + "\n")
+
+
+def training_curves(summary: dict):
     """The two loss terms (each unweighted: CLLM trains at another λ), held-out TPF and held-out
-    accuracy (the training loop's 40 problems) of the shipped checkpoints against training step; a
-    dotted line is where a later round (CLLM: phase) starts."""
+    accuracy (the training loop's 40 problems) of the shipped checkpoints against training step, from
+    `write_training_summary`'s file; a dotted line is where a later round (CLLM: phase) starts."""
     fig, (consistency, ar, tpf, accuracy) = plt.subplots(1, 4, figsize=(18, 4))
-    for name, log in logs.items():
+    starts = set()
+    for name, model in summary["models"].items():
         style = {"label": NAMES.get(name, name), "color": COLORS[NAMES.get(name, "CLLM")]}
-        steps = [r for r in log if "loss" in r]  # score-only rows: before each round's first step
-        for ax, key in ((consistency, "consistency"), (ar, "ar")):
-            ax.plot([r["step"] for r in steps], smoothed([r[key] for r in steps]), lw=1, **style)
-        evals = [r for r in log if "tpf" in r]
-        tpf.plot([r["step"] for r in evals], [r["tpf"] for r in evals], marker="o", ms=3, **style)
-        accuracy.plot([r["step"] for r in evals], [100 * r["accuracy"] for r in evals], marker="o", ms=3, **style)
-    starts = {}
-    for r in (r for log in logs.values() for r in log if r.get("round", 1) > 1):
-        starts[r["round"]] = min(starts.get(r["round"], r["step"]), r["step"])
+        for part in model["rounds"]:
+            if part["round"] > 1:
+                starts.add(part["start"])
+            for ax, key in ((consistency, "consistency"), (ar, "ar")):  # one line per round, labelled once
+                ax.plot(part["step"], part[key], lw=1, color=style["color"], label=style["label"] if part["round"] == 1 else None)
+        checks = model["checks"]
+        tpf.plot([c["step"] for c in checks], [c["tpf"] for c in checks], marker="o", ms=3, **style)
+        accuracy.plot([c["step"] for c in checks], [100 * c["accuracy"] for c in checks], marker="o", ms=3, **style)
     for ax in (consistency, ar, tpf, accuracy):
-        for step in starts.values():
+        for step in sorted(starts):
             ax.axvline(step, color="grey", ls=":", lw=1)
-        ax.set_xlabel("training step (dotted: the next round begins)")
+        ax.set_xlabel("training step (dotted: the next round, CLLM: phase, begins)")
     for ax in (consistency, ar):
         ax.set_yscale("log")
-    consistency.set_ylabel("consistency loss L_c (mean of 50 steps)")
-    ar.set_ylabel("AR loss L_AR, not times λ (mean of 50 steps)")
+    mean = f"mean of the last {summary['smoothing']} steps"
+    consistency.set_ylabel(f"consistency loss L_c ({mean})")
+    ar.set_ylabel(f"AR loss L_AR, not times λ ({mean})")
     tpf.set_ylabel("held-out tokens per forward (n = 16)")
     accuracy.set_ylabel("held-out accuracy (%), 40 problems")
     accuracy.legend()
@@ -357,65 +339,55 @@ def real_training(summary: dict):
     return fig
 
 
-def read_log(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
+def read(path: Path):
+    return json.loads(path.read_text())
 
 
-def jobs(results_dir: Path, checkpoints: Path, runs_dir: Path = RUNS) -> dict[str, tuple[list[Path], object]]:
+def jobs(results_dir: Path) -> dict[str, tuple[list[Path], object]]:
     """figure name -> (its input files, a function drawing it) for every figure whose inputs exist."""
     out = {}
     bench = results_dir / "benchmark.json"
     if bench.exists():
-        results = lambda: json.loads(bench.read_text())
-        out |= {"speedup_vs_answer_length.png": ([bench], lambda: metric_vs_length(results(), "speedup_median", "speedup over AR")),
-                "tpf_vs_answer_length.png": ([bench], lambda: metric_vs_length(results(), "tpf", "tokens per forward")),
-                "accuracy_vs_speedup.png": ([bench], lambda: accuracy_vs_speedup(results())),
-                "acceptance_histogram.png": ([bench], lambda: acceptance(results())),
-                "cost_model.png": ([bench], lambda: cost_model(results()))}
+        out |= {"speedup_vs_answer_length.png": ([bench], lambda: metric_vs_length(read(bench), "speedup_median", "speedup over AR")),
+                "tpf_vs_answer_length.png": ([bench], lambda: metric_vs_length(read(bench), "tpf", "tokens per forward")),
+                "accuracy_vs_speedup.png": ([bench], lambda: accuracy_vs_speedup(read(bench))),
+                "acceptance_histogram.png": ([bench], lambda: acceptance(read(bench))),
+                "cost_model.png": ([bench], lambda: cost_model(read(bench)))}
     batches = results_dir / "batch_throughput.json"
     if batches.exists():
-        out["batch_speedup.png"] = ([batches], lambda: batch_speedup(json.loads(batches.read_text())))
-    if (results_dir / "ablation.json").exists():
-        folder = runs_dir
-        longer = [files for files in (schedule_files(folder / "schedules-offset0", random_from=folder / "schedules"),
-                                      schedule_files(folder / "schedules")) if files]
-        studies = lambda: ([schedule_study(files) for files in longer]
-                           or [json.loads((results_dir / "ablation.json").read_text())])
-        inputs = [results_dir / "ablation.json", *dict.fromkeys(path for files in longer for path in files)]
-        inputs += [schedule_config(path) for path in inputs[1:]]
-        out["noise_schedule_ablation.png"] = (inputs, lambda: ablation(studies()))
+        out["batch_speedup.png"] = ([batches], lambda: batch_speedup(read(batches)))
+    schedules = next((p for p in (results_dir / "noise_schedules.json", results_dir / "ablation.json") if p.exists()), None)
+    if schedules:  # noise_schedules.json holds several studies, ablation.json one
+        out["noise_schedule_ablation.png"] = ([schedules], lambda: ablation(read(schedules).get("studies", [read(schedules)])))
     reports = [r for r in (results_dir / f"qwen_exactness_float32{part}.json" for part in ("", "_extra", "_multiblock"))
                if r.exists()]
     costs = results_dir / "qwen_cost_model_float32.json"
     if reports and costs.exists():
         tiny = [bench] if bench.exists() else []
         out["real_qwen.png"] = (reports + [costs] + tiny, lambda: real_model(
-            [json.loads(r.read_text()) for r in reports], json.loads(costs.read_text()),
-            json.loads(bench.read_text())["cost_model"] if tiny else None))
+            [read(r) for r in reports], read(costs), read(bench)["cost_model"] if tiny else None))
     recipe = results_dir / "qwen_jacobi_forcing.json"
     if recipe.exists():
-        out["qwen_jacobi_forcing.png"] = ([recipe], lambda: real_training(json.loads(recipe.read_text())))
-    logs = [checkpoints / name / "train_log.jsonl" for name in ("jacobi-forcing", "cllm")]
-    if all(log.exists() for log in logs):
-        out["training_curves.png"] = (logs, lambda: training_curves({log.parent.name: read_log(log) for log in logs}))
+        out["qwen_jacobi_forcing.png"] = ([recipe], lambda: real_training(read(recipe)))
+    curves = results_dir / "training_curves.json"
+    if curves.exists():
+        out["training_curves.png"] = ([curves], lambda: training_curves(read(curves)))
     return out
 
 
-def build(results_dir: Path = FIGURES / "results", out_dir: Path = FIGURES, checkpoints: Path = CHECKPOINTS,
-          runs_dir: Path = RUNS) -> list[Path]:
+def build(results_dir: Path = FIGURES / "results", out_dir: Path = FIGURES) -> list[Path]:
     """Write every figure whose inputs exist, each stamped with the digest of its inputs; returns the paths."""
     written = []
-    for name, (sources, draw) in jobs(results_dir, checkpoints, runs_dir).items():
+    for name, (sources, draw) in jobs(results_dir).items():
         save(draw(), out_dir / name, sources)
         written.append(out_dir / name)
     return written
 
 
-def stale(results_dir: Path = FIGURES / "results", out_dir: Path = FIGURES, checkpoints: Path = CHECKPOINTS,
-          runs_dir: Path = RUNS) -> list[str]:
+def stale(results_dir: Path = FIGURES / "results", out_dir: Path = FIGURES) -> list[str]:
     """Figures missing, or drawn from inputs that have changed since (rebuild: python -m jacobi_min figures)."""
     out = []
-    for name, (sources, _) in jobs(results_dir, checkpoints, runs_dir).items():
+    for name, (sources, _) in jobs(results_dir).items():
         path = out_dir / name
         if not path.exists() or Image.open(path).text.get(SOURCE_KEY) != digest(sources):
             out.append(name)
@@ -423,13 +395,16 @@ def stale(results_dir: Path = FIGURES / "results", out_dir: Path = FIGURES, chec
 
 
 def figures_command(args) -> None:
-    print("\n".join(str(p) for p in build(args.out / "results", args.out, runs_dir=args.experiments)))
+    if args.training_logs:
+        write_training_summary(args.training_logs, args.out / "results" / "training_curves.json")
+    print("\n".join(str(p) for p in build(args.out / "results", args.out)))
 
 
 def add_commands(commands) -> None:
     p = commands.add_parser("figures", help="rebuild every PNG in figures/ from the results files (seconds)")
     p.add_argument("--out", type=Path, default=FIGURES,
                    help="figures folder: reads OUT/results, writes OUT/*.png (default: figures/ of the current folder)")
-    p.add_argument("--experiments", type=Path, default=RUNS,
-                   help="the training runs' folder some figures read (default: experiments/training_runs of the current folder)")
+    p.add_argument("--training-logs", type=Path, metavar="CHECKPOINTS",
+                   help="first summarise the train_log.jsonl of CHECKPOINTS/jacobi-forcing and CHECKPOINTS/cllm (as "
+                        "pipeline --out writes them) into OUT/results/training_curves.json")
     p.set_defaults(run=figures_command)
