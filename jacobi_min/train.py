@@ -6,12 +6,16 @@ packs the response (`packing`), runs ONE forward and minimises L = λ · L_AR + 
 `jacobi-forcing`: progressive noise schedule, noisy-context mask. `cllm`, as CLLM's trainer:
 one example per (prompt, block), a uniformly drawn state after the clean blocks before it, T = 1.
 
+`TrainConfig()` is round 1 of the shipped recipe: 1,600 steps of 8 examples, AdamW β = (0.9, 0.95)
+without weight decay, lr 5e-4 after a 3 % warm-up then cosine, λ = 10, w = 16; every later training
+is what it changes from these (the table `RECIPE` in tools/pipeline.py).
+
 Decisions (measured in experiments/JOURNAL.md): CLLM in one packed forward instead of its two
 (the packing test proves them equal), its mean from the first wrong input token (the position
 before has KL 0); AdamW ε = 1e-4, not 1e-8, so noise-only gradients barely move weights; each
 example's schedule starts at a random block of the window (from block 0 a short answer's blocks
 always get t = 0, 1/15, 2/15); `undivided_consistency` drops the official 1/T (rounds 3–5).
-A `check(model)` runs at step 0, 50, 100 and every `eval_every` steps: an early collapse is a recipe fault.
+A `check(model)` runs at steps 0, 50, 100, every `check_every` and the last: an early collapse is a recipe fault.
 """
 import copy
 import json
@@ -38,45 +42,42 @@ MAX_ANSWER_TOKENS = BUCKETS["long"][1]  # the decoding budget that holds every a
 
 
 def option(default, help: str, flag: str | None = None):
-    """A TrainConfig field with its command-line help (and its flag, where it is not --field-name)."""
+    """A settings field with its command-line help (and its flag, where it is not --field-name)."""
     default_arg = {"default_factory": lambda: default} if isinstance(default, tuple) else {"default": default}
     return field(**default_arg, metadata={"help": help, "flag": flag})
 
 
 @dataclass
 class TrainConfig:
-    """Every setting of a training run; the `train` command's flags are built from these fields."""
+    """A training run's settings; the defaults are the shipped recipe's round 1. The `train` command
+    has one flag per field."""
     method: str = option("jacobi-forcing", "jacobi-forcing, or cllm: CLLM's trainer (one example per block)")
     schedule: str = option("progressive", "noise schedule: progressive, random or reverse (Jacobi Forcing)")
     window: int = option(16, "w: the schedule's window in blocks")
-    random_offset: bool = option(False, "start each example's progressive schedule at a random block of the window")
-    steps: int = option(600, "optimiser steps")
+    random_offset: bool = option(True, "start each example's progressive schedule at a random block of the window "
+                                       "(the default; the paper starts at block 0)")
+    steps: int = option(1600, "optimiser steps")
     batch_size: int = option(8, "examples per step")
-    lr: float = option(3e-4, "peak learning rate (warm-up, then cosine)")
+    lr: float = option(5e-4, "peak learning rate (warm-up, then cosine)")
     warmup_frac: float = option(0.03, "share of the steps spent warming up")
-    weight_decay: float = option(0.0, "AdamW's weight decay")
-    adam_eps: float = option(1e-8, "AdamW's ε; 1e-4 keeps noise-only gradients from moving weights")
+    adam_eps: float = option(1e-4, "AdamW's ε (torch's: 1e-8); 1e-4 keeps noise-only gradients from moving weights")
     lam: float = option(10.0, "λ, the weight of the AR loss")
-    eval_every: int = option(200, "steps between held-out checks (also at steps 0, 50 and 100)")
-    eval_problems: int = option(40, "held-out problems of each check")
-    eval_block_size: int = option(16, "n of the checks' greedy Jacobi decoding")
     save_every: int = option(200, "steps between resume snapshots")
     seed: int = option(0, "seed of the batches and noisy states")
-    autocast: str | None = option(None, "bfloat16: float32 master weights, the forward in bfloat16 autocast")
-    freeze_embeddings: bool = option(False, "train neither the input embedding nor the LM head")
     ar_on_prompt: bool = option(True, "the AR loss covers the prompt too (the flag: the answer only)",
                                 flag="--answer-only-ar")
-    label_smoothing: float = option(0.0, "ε of the AR loss (CLLM: 0.1)")
     consistency_on: tuple[str, ...] = option(tuple(BUCKETS), "length buckets whose examples get noisy blocks "
                                              "(the others train on the AR loss alone)")
+    undivided_consistency: bool = option(False, "no 1/T on an example's consistency loss (CLLM's weight per example)")
+    label_smoothing: float = option(0.0, "ε of the AR loss (CLLM: 0.1)")
+    autocast: str | None = option(None, "bfloat16: float32 weights, the forward in bfloat16 autocast (the real Qwen, gpu)")
+    freeze_embeddings: bool = option(False, "train neither the input embedding nor the LM head (the real Qwen's recipe)")
     clean_context: bool = option(False, "Jacobi Forcing's noisy blocks see the clean blocks before them (CLLM's mask)")
     draw_by_blocks: bool = option(False, "prompts drawn with probability ∝ their blocks (CLLM's draw), one example each")
-    undivided_consistency: bool = option(False, "no 1/T on an example's consistency loss (CLLM's weight per example)")
 
 
 METHODS = ("jacobi-forcing", "cllm")
 EARLY_EVALS = (0, 50, 100)
-CLLM = {"method": "cllm", "lam": 10.0, "label_smoothing": 0.1}  # CLLM's trainer (and lr 2e-5, one epoch)
 
 
 def noisy_blocks(trajectory: dict, cfg: TrainConfig, rng: random.Random, block: int | None = None) -> list[list[int] | None]:
@@ -138,9 +139,9 @@ def make_batch(groups: list[list[dict]], cfg: TrainConfig, rng: random.Random, e
                    divide_by_blocks=not cfg.undivided_consistency)
 
 
-def evaluates_at(step: int, cfg: TrainConfig) -> bool:
-    """Step 0 (before training), the early steps and every `eval_every`-th step, and the last."""
-    return step in EARLY_EVALS or step % cfg.eval_every == 0 or step == cfg.steps
+def evaluates_at(step: int, steps: int, every: int | None) -> bool:
+    """Step 0 (before training), the early steps, every `every`-th step (when given) and the last of `steps`."""
+    return step in EARLY_EVALS or step == steps or bool(every) and step % every == 0
 
 
 def check_config(cfg: TrainConfig) -> None:
@@ -177,10 +178,10 @@ def in_mode(model, training: bool):
 
 
 def train(model, tokenizer, trajectories: list[dict], cfg: TrainConfig, out_dir: Path | None = None,
-          progress: bool = True, resume: Path | None = None, check=None) -> list[dict]:
+          progress: bool = True, resume: Path | None = None, check=None, check_every: int | None = None) -> list[dict]:
     """AdamW β=(0.9, 0.95), warm-up then cosine; returns the log (and saves to out_dir on rank 0).
 
-    `check(model, progress=...)` returns held-out scores for the log (see `evaluates_at`).
+    `check(model, progress=...)` returns held-out scores for the log at the steps of `evaluates_at`.
 
     With `resume`, a snapshot (weights, optimiser, sampler state, log) is written there every
     `cfg.save_every` steps, and a run that finds one continues from it: an interrupted run
@@ -192,11 +193,11 @@ def train(model, tokenizer, trajectories: list[dict], cfg: TrainConfig, out_dir:
     device = next(model.parameters()).device
     with in_mode(model, training=True), torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
         torch.manual_seed(cfg.seed)
-        return train_steps(model, tokenizer, trajectories, cfg, out_dir, progress, resume, check)
+        return train_steps(model, tokenizer, trajectories, cfg, out_dir, progress, resume, check, check_every)
 
 
 def train_steps(model, tokenizer, trajectories: list[dict], cfg: TrainConfig, out_dir: Path | None,
-                progress: bool, resume: Path | None, check) -> list[dict]:
+                progress: bool, resume: Path | None, check, check_every: int | None) -> list[dict]:
     """`train`'s run, in the mode and RNG state `train` sets."""
     if not trajectories:
         raise ValueError("no trajectories to train on: collect some first (python -m jacobi_min collect)")
@@ -207,7 +208,7 @@ def train_steps(model, tokenizer, trajectories: list[dict], cfg: TrainConfig, ou
     groups = length_groups(trajectories)
     trainable = trainable_parameters(model, cfg.freeze_embeddings)
     net = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
-    opt = torch.optim.AdamW(trainable, lr=cfg.lr, betas=(0.9, 0.95), eps=cfg.adam_eps, weight_decay=cfg.weight_decay)
+    opt = torch.optim.AdamW(trainable, lr=cfg.lr, betas=(0.9, 0.95), eps=cfg.adam_eps, weight_decay=0.0)  # as official
     warmup = max(1, math.ceil(cfg.warmup_frac * cfg.steps))
     resume = resume if world == 1 else None  # snapshots hold one sampler state: resuming is for single-process runs
     log = resumed(resume, model, opt, rng)
@@ -222,7 +223,7 @@ def train_steps(model, tokenizer, trajectories: list[dict], cfg: TrainConfig, ou
             group["lr"] = lr_at(step - 1, cfg.steps, warmup, cfg.lr)
         losses = optimise(net, model, batch, opt, trainable, cfg, step)
         row = {"step": step, **{k: round(v.item(), 5) for k, v in losses.items()}, "seconds": round(time.time() - start, 1)}
-        if rank == 0 and check and evaluates_at(step, cfg):
+        if rank == 0 and check and evaluates_at(step, cfg.steps, check_every):
             row.update(check(model, progress=progress))
         log.append(row)
         bar.set_postfix(loss=f"{row['loss']:.3f}", **({"tpf": f"{row['tpf']:.2f}"} if "tpf" in row else {}))

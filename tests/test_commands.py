@@ -75,7 +75,7 @@ def test_pipeline_passes_its_options_to_every_training_stage(monkeypatch, tmp_pa
         tmp_path, "cllm", "some/model", 7, 3, 8, tmp_path / "ckpt")
     first, second, *late = (r.config for r in cfg.rounds)
     assert (first.seed, second.seed, first.lam, second.lam, cfg.cllm_lam) == (4, 4, 2.5, 2.5, 6.0)
-    assert len(late) == 3 and all((c.seed, c.lam) == (4, pipeline.LATE["lam"]) for c in late)
+    assert len(late) == 3 and all((c.seed, c.lam) == (4, pipeline.RECIPE["rounds 3-5"]["lam"]) for c in late)
 
 
 def test_pipeline_without_lam_keeps_each_rounds_own(monkeypatch, tmp_path):

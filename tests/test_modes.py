@@ -31,7 +31,7 @@ def test_train_hands_back_the_mode_and_the_rng_it_was_given(training):
     model.lm_head.train(not training)  # a mixed model: every module gets its own mode back
     torch.manual_seed(1)  # not the run's seed (0), so a run that leaves the RNG seeded shows
     before, rng = modes(model), torch.get_rng_state()
-    train(model, tokenizer, [TRAJECTORY], TrainConfig(steps=1, batch_size=1, eval_problems=0), progress=False)
+    train(model, tokenizer, [TRAJECTORY], TrainConfig(steps=1, batch_size=1), progress=False)
     assert modes(model) == before
     assert torch.equal(torch.get_rng_state(), rng)
 

@@ -265,6 +265,23 @@ def test_humaneval_checker_runs_the_unit_tests(datasets):
 
 # --- the real-model recipe ---------------------------------------------------------------------
 
+def test_recipe_trains_the_papers_round_1_with_the_settings_it_had():
+    """The real Qwen's round 1 is the paper's (lr 1e-5, AdamW's own ε 1e-8, every schedule from block 0, λ 10, w 16),
+    embeddings frozen, the AR loss on answers only: the settings of commit 131e39f, from before TrainConfig's
+    defaults became the tiny model's round 1 (its eval_problems 0 is now `train` without a held-out check)."""
+    from dataclasses import asdict
+
+    from jacobi_min.tools import recipe
+    cpu = {"method": "jacobi-forcing", "schedule": "progressive", "window": 16, "random_offset": False, "steps": 32,
+           "batch_size": 1, "lr": 1e-5, "warmup_frac": 0.03, "adam_eps": 1e-8, "lam": 10.0, "save_every": 8, "seed": 0,
+           "autocast": None, "freeze_embeddings": True, "ar_on_prompt": False, "label_smoothing": 0.0,
+           "consistency_on": ("short", "medium", "long"), "clean_context": False, "draw_by_blocks": False,
+           "undivided_consistency": False}
+    gpu = {**cpu, "steps": 200, "batch_size": 4, "save_every": 50, "autocast": "bfloat16"}
+    assert (asdict(recipe.PRESETS["cpu"].train), asdict(recipe.PRESETS["gpu"].train)) == (cpu, gpu)
+    assert recipe.dry_run(recipe.PRESETS["gpu"]).train.autocast is None
+
+
 def test_recipe_rejects_seen_questions_that_were_not_trained_on():
     from jacobi_min.tools import recipe
     with pytest.raises(ValueError, match=r"seen_prompts must be in \[1, train_prompts = 2\], got 3"):

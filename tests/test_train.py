@@ -6,7 +6,7 @@ import random
 import socket
 import subprocess
 import sys
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
@@ -15,9 +15,10 @@ import torch
 import jacobi_min
 from jacobi_min import train as train_module
 from jacobi_min import trajectories
+from jacobi_min.model import CHECKPOINTS
 from jacobi_min.packing import collate, pack
 from jacobi_min.tools import pipeline, task
-from jacobi_min.tools.evaluate import prompt_ids, repetition, train_and_check
+from jacobi_min.tools.evaluate import HeldOutCheck, prompt_ids, repetition, train_and_check
 from jacobi_min.train import (
     TrainConfig,
     draw_examples,
@@ -57,8 +58,8 @@ def test_repetition_metric():
 @pytest.mark.parametrize("method", ["jacobi-forcing", "cllm"])
 def test_few_steps_single_process(trajectory_file, method):
     model, tokenizer = jacobi_min.load()
-    cfg = TrainConfig(method=method, steps=4, batch_size=2, eval_every=4, eval_problems=3)
-    log = train_and_check(model, tokenizer, trajectories.load(trajectory_file), cfg)
+    cfg = TrainConfig(method=method, steps=4, batch_size=2)
+    log = train_and_check(model, tokenizer, trajectories.load(trajectory_file), cfg, check=HeldOutCheck(every=4, problems=3))
     assert [r["step"] for r in log] == [0, 1, 2, 3, 4] and all(math.isfinite(r["loss"]) for r in log[1:])
     assert {"accuracy", "tpf", "repetition", "correct"} <= set(log[0]) & set(log[-1])
     assert sum(n for _, n in log[0]["correct"].values()) == 3
@@ -111,13 +112,13 @@ def test_pipeline_runs_end_to_end_on_a_few_prompts_and_resumes(tmp_path, monkeyp
     a rerun after an interruption resumes after the finished stages (it collects nothing and leaves
     their files untouched) and ends with the same weights; a rerun with other training settings in
     the same folder is refused instead of reusing the finished stages."""
-    tiny = TrainConfig(steps=3, batch_size=2, eval_every=10**9, eval_problems=2)
+    tiny = TrainConfig(steps=3, batch_size=2)
     late = pipeline.Round(32, replace(tiny, lr=1e-4, lam=30.0), runs=2, right_only=True,
                           polishes={"ar": replace(tiny, steps=2, consistency_on=()), "long": replace(tiny, steps=2)})
     rounds = (pipeline.Round(16, replace(tiny, lr=5e-4)), pipeline.Round(32, replace(tiny, lr=2e-4, lam=20.0)), late,
               replace(late, block=16))
     cfg = pipeline.PipelineConfig(train_prompts=4, rounds=rounds, cllm_lam=7.0, ablation={"progressive": {}, "λ = 2": {"lam": 2.0}},
-                                  ablation_seeds=2, ablation_steps=2, ablation_problems=1,
+                                  ablation_seeds=2, ablation_steps=2, ablation_problems=1, check=HeldOutCheck(every=10**9, problems=2),
                                   out=tmp_path / "out", results=tmp_path / "results")
     first = pipeline.run(cfg, tmp_path / "work", stage="jacobi-forcing")  # "interrupted" after Jacobi Forcing
     weights = jacobi_min.load(cfg.out / "jacobi-forcing")[0].state_dict()
@@ -153,7 +154,7 @@ def test_pipeline_runs_end_to_end_on_a_few_prompts_and_resumes(tmp_path, monkeyp
     assert set(saved["seconds"]) == rounds and [r["runs"] for r in saved["pipeline"]["rounds"]] == [1, 1, 2, 2]
     cllm = json.loads((cfg.out / "cllm" / "train_config.json").read_text())
     assert cllm["phase1"]["lr"] == cllm["config"]["lr"] == 5e-4 and cllm["phase1"]["method"] == cllm["config"]["method"] == "cllm"
-    assert cllm["config"]["label_smoothing"] == train_module.CLLM["label_smoothing"]
+    assert cllm["config"]["label_smoothing"] == pipeline.RECIPE["cllm"]["label_smoothing"]
     ablation = json.loads((cfg.results / "ablation.json").read_text())
     assert {name: [r["seed"] for r in runs] for name, runs in ablation["runs"].items()} == {"progressive": [0, 1], "λ = 2": [0]}
     with pytest.raises(ValueError, match=r"stage 'train_round1' made with other settings \(round1.config.seed, train_round1.seed differ\)"):
@@ -164,9 +165,9 @@ def test_round_3_averages_its_runs_and_keeps_only_right_answers(tmp_path, monkey
     """Round 3's runs start from the same weights, and the model ends as the mean of theirs (computed
     here from the runs the work folder kept); a trajectory with a wrong answer is dropped, in order."""
     model, tokenizer = jacobi_min.load()
-    cfg = pipeline.PipelineConfig(train_prompts=3, workers=1)
-    runs = {"a": TrainConfig(steps=2, batch_size=2, eval_problems=0, lr=1e-3, seed=0),
-            "b": TrainConfig(steps=2, batch_size=2, eval_problems=0, lr=1e-3, seed=1)}
+    cfg = pipeline.PipelineConfig(train_prompts=3, workers=1, check=HeldOutCheck(problems=0))
+    runs = {"a": TrainConfig(steps=2, batch_size=2, lr=1e-3, seed=0),
+            "b": TrainConfig(steps=2, batch_size=2, lr=1e-3, seed=1)}
     problems = task.problems("train", 3, seed=0)
     traj = [{"prompt": prompt_ids(tokenizer, p), "blocks": [[tokenizer(f" #### {p.answer}")["input_ids"] + [tokenizer.eos_token_id]]]}
             for p in problems]
@@ -218,13 +219,13 @@ def test_a_diverged_loss_stops_training_with_a_clear_error(trajectory_file):
     with torch.no_grad():
         model.model.norm.weight.fill_(float("nan"))
     with pytest.raises(FloatingPointError, match="training diverged"):
-        train(model, tokenizer, trajectories.load(trajectory_file), TrainConfig(steps=2, batch_size=2, eval_problems=0))
+        train(model, tokenizer, trajectories.load(trajectory_file), TrainConfig(steps=2, batch_size=2))
 
 
 def test_interrupted_training_resumes_to_the_same_weights(trajectory_file, tmp_path, monkeypatch):
     from jacobi_min import train as train_module
     data = trajectories.load(trajectory_file)
-    cfg = TrainConfig(steps=6, batch_size=2, eval_problems=0, save_every=2)
+    cfg = TrainConfig(steps=6, batch_size=2, save_every=2)
     model, tokenizer = jacobi_min.load()
     train(model, tokenizer, data, cfg)
     uninterrupted = model.state_dict()
@@ -252,7 +253,7 @@ def test_loss_falls_and_parameters_change_on_a_fixed_batch(trajectory_file):
     model, tokenizer = jacobi_min.load()
     before = {k: v.clone() for k, v in model.state_dict().items()}
     log = train(model, tokenizer, trajectories.load(trajectory_file)[:1],
-                TrainConfig(steps=30, batch_size=2, lr=1e-3, warmup_frac=0.0, eval_problems=0))
+                TrainConfig(steps=30, batch_size=2, lr=1e-3, warmup_frac=0.0, random_offset=False))
     assert log[-1]["loss"] < 0.5 * log[0]["loss"]
     assert sum(not torch.equal(before[k], v) for k, v in model.state_dict().items()) == len(before)
 
@@ -264,7 +265,7 @@ def test_adams_epsilon_bounds_the_first_step_of_a_weight_with_a_small_gradient(t
     model, tokenizer = jacobi_min.load()
     before = torch.cat([p.detach().flatten().clone() for p in model.parameters()])
     lr = 1e-3
-    train(model, tokenizer, trajectories.load(trajectory_file), TrainConfig(steps=1, lr=lr, adam_eps=eps, eval_problems=0),
+    train(model, tokenizer, trajectories.load(trajectory_file), TrainConfig(steps=1, lr=lr, adam_eps=eps),
           progress=False)
     moved = (torch.cat([p.detach().flatten() for p in model.parameters()]) - before).abs()
     assert moved.max() <= lr * (1 + 1e-3)  # float32 rounding of w + Δ at |w| ≈ 1
@@ -274,25 +275,71 @@ def test_adams_epsilon_bounds_the_first_step_of_a_weight_with_a_small_gradient(t
         assert moved.median() < lr / 10
 
 
-def test_the_pipelines_recipe_is_the_chosen_one():
-    """Rounds 1 and 2: λ = 10, AdamW ε = 1e-4, random schedule offset, over 4,000 prompts; lr 5e-4, then
-    3e-4. Rounds 3, 4 and 5 (n = 32, 16, 16): lr 3e-4, λ = 30 without the 1/T, two seeds, right answers
-    only; their continuations: 50 steps at lr 3e-5, AR on the answer only, one AR-only, one keeping long
-    answers' consistency (λ = 30, no 1/T)."""
+# The recipe as commit 131e39f defined it (RECIPE, LATE, POLISH, POLISHES and ROUNDS in tools/pipeline.py, CLLM in
+# train.py, PipelineConfig.cllm_lam): its TrainConfig defaults, then what each training set on top of them. Its
+# defaults' weight_decay 0.0 is now fixed in `train`, and its eval_* fields moved to evaluate.HeldOutCheck.
+BEFORE_DEFAULTS = {"method": "jacobi-forcing", "schedule": "progressive", "window": 16, "random_offset": False,
+                   "steps": 600, "batch_size": 8, "lr": 3e-4, "warmup_frac": 0.03, "adam_eps": 1e-8, "lam": 10.0,
+                   "save_every": 200, "seed": 0, "autocast": None, "freeze_embeddings": False, "ar_on_prompt": True,
+                   "label_smoothing": 0.0, "consistency_on": ("short", "medium", "long"), "clean_context": False,
+                   "draw_by_blocks": False, "undivided_consistency": False}
+BEFORE = {
+    "round 1": {"random_offset": True, "steps": 1600, "lr": 5e-4, "adam_eps": 1e-4},
+    "round 2": {"random_offset": True, "steps": 800, "adam_eps": 1e-4},
+    "rounds 3-5": {"random_offset": True, "steps": 800, "adam_eps": 1e-4, "lam": 30.0, "undivided_consistency": True},
+    "polish ar": {"steps": 50, "lr": 3e-5, "adam_eps": 1e-4, "ar_on_prompt": False, "consistency_on": ()},
+    "polish long": {"random_offset": True, "steps": 50, "lr": 3e-5, "adam_eps": 1e-4, "lam": 30.0, "ar_on_prompt": False,
+                    "consistency_on": ("long",), "undivided_consistency": True},
+    "cllm phase 1": {"method": "cllm", "random_offset": True, "steps": 1600, "lr": 5e-4, "adam_eps": 1e-4, "lam": 30.0,
+                     "label_smoothing": 0.1},
+    "cllm phase 2": {"method": "cllm", "random_offset": True, "steps": 800, "lr": 5e-4, "adam_eps": 1e-4, "lam": 30.0,
+                     "label_smoothing": 0.1, "seed": 1},
+}
+
+
+def before(name: str, **changes) -> TrainConfig:
+    return TrainConfig(**{**BEFORE_DEFAULTS, **BEFORE[name], **changes})
+
+
+def test_round_1_is_trainconfigs_defaults_and_the_table_builds_the_recipe_as_before():
+    """The same rounds with the same settings as before the table: n 16, 32, 32, 16, 16 over 4,000 prompts; two
+    averaged runs on right answers and the two polishes from round 3 on; CLLM's phases. The AR-only polish keeps
+    round 1's random offset where it had none: it packs no noisy block, so the offset is never read
+    (`test_an_ar_only_run_never_reads_the_schedule_offset`)."""
+    assert TrainConfig() == before("round 1")
     cfg = pipeline.PipelineConfig(rounds=pipeline.ROUNDS)
-    assert [r.block for r in cfg.rounds] == [16, 32, 32, 16, 16] and cfg.train_prompts == 4000
-    assert pipeline.PipelineConfig().rounds == pipeline.ROUNDS[:3]  # built by default: the shipped model's rounds
-    for spec, steps, lr in ((cfg.rounds[0], 1600, 5e-4), (cfg.rounds[1], 800, 3e-4)):
-        assert spec == pipeline.Round(spec.block, TrainConfig(steps=steps, lr=lr, lam=10.0, adam_eps=1e-4,
-                                                              random_offset=True))
-    polish = TrainConfig(steps=50, lr=3e-5, adam_eps=1e-4, ar_on_prompt=False)
-    for spec in cfg.rounds[2:]:
-        assert spec.config == TrainConfig(steps=800, lr=3e-4, lam=30.0, adam_eps=1e-4, random_offset=True,
-                                          undivided_consistency=True)
-        assert (spec.runs, spec.right_only) == (2, True)
-        assert spec.polishes == {"ar": replace(polish, consistency_on=()),
-                                 "long": replace(polish, consistency_on=("long",), lam=30.0, undivided_consistency=True,
-                                                 random_offset=True)}
+    assert pipeline.PipelineConfig().rounds == pipeline.ROUNDS[:pipeline.SHIPPED] == pipeline.ROUNDS[:3]
+    assert cfg.train_prompts == 4000 and cfg.check == HeldOutCheck(every=200, problems=40, block_size=16)
+    assert [(r.block, r.runs, r.right_only) for r in cfg.rounds] == [(16, 1, False), (32, 1, False)] + [
+        (n, 2, True) for n in (32, 16, 16)]
+    assert [r.config for r in cfg.rounds] == [before("round 1"), before("round 2")] + [before("rounds 3-5")] * 3
+    polishes = {"ar": before("polish ar", random_offset=True), "long": before("polish long")}
+    assert [r.polishes for r in cfg.rounds] == [{}, {}, polishes, polishes, polishes]
+    assert pipeline.cllm_phases(cfg) == (before("cllm phase 1"), before("cllm phase 2"))
+
+
+def test_an_ar_only_run_never_reads_the_schedule_offset():
+    group = [hand_made(3, 4), hand_made(11, 16, first=5000)]
+    batches = [make_batch([group], TrainConfig(batch_size=4, consistency_on=(), random_offset=offset), random.Random(0),
+                          eos=set(), pad_id=0) for offset in (False, True)]
+    assert batches[0].keys() == batches[1].keys() and all(torch.equal(batches[0][k], batches[1][k]) for k in batches[0])
+
+
+def test_the_shipped_checkpoints_record_the_recipe_table():
+    """Their train_config.json (historical records, written before the table) hold its settings: round 1, round 2,
+    round 3's runs (the last config) and polishes; CLLM's two phases. weight_decay 0 and the eval_* fields they
+    also record are `train`'s fixed AdamW and evaluate.HeldOutCheck's defaults."""
+    shipped = json.loads((CHECKPOINTS / "jacobi-forcing" / "train_config.json").read_text())
+    cllm = json.loads((CHECKPOINTS / "cllm" / "train_config.json").read_text())
+    rounds, (phase1, phase2) = pipeline.ROUNDS, pipeline.cllm_phases(pipeline.PipelineConfig())
+    recorded = [(shipped["round1"], rounds[0].config), (shipped["round2"], rounds[1].config),
+                (shipped["config"], rounds[2].config), (shipped["polishes"]["long"], rounds[2].polishes["long"]),
+                (shipped["polishes"]["ar"], replace(rounds[2].polishes["ar"], random_offset=False)),
+                (cllm["phase1"], phase1), (cllm["config"], phase2)]
+    check = {f"eval_{k}": v for k, v in asdict(HeldOutCheck()).items()} | {"weight_decay": 0.0}
+    for record, config in recorded:
+        settings = json.loads(json.dumps(asdict(config) | check))
+        assert record == {k: settings[k] for k in record}
 
 
 def test_a_training_seed_and_lambda_change_every_training_stage_and_nothing_else():
@@ -321,7 +368,7 @@ def test_buckets_outside_consistency_on_train_on_the_ar_loss_alone():
     """AR only (no bucket) and one bucket off: those examples lose their noisy blocks and nothing else."""
     for consistency_on, noisy_short, noisy_long in [((), False, False), (("long",), False, True),
                                                     (("short", "long"), True, True)]:
-        cfg = TrainConfig(batch_size=2, window=2, consistency_on=consistency_on)  # W = 0, 1: block 1 gets its draft
+        cfg = TrainConfig(batch_size=2, window=2, random_offset=False, consistency_on=consistency_on)  # W = 0, 1: block 1 gets its draft
         for group, noisy in (([SHORT], noisy_short), ([LONG], noisy_long)):
             batch = make_batch([group], cfg, random.Random(0), eos=set(), pad_id=0)
             clean_only = collate([pack(group[0]["prompt"], [None] * len(group[0]["blocks"]),
@@ -385,7 +432,7 @@ def test_an_option_the_method_already_fixes_is_a_clear_error(trajectory_file, me
     model, tokenizer = jacobi_min.load()
     with pytest.raises(ValueError, match=option.replace("_", "-")):
         train(model, tokenizer, trajectories.load(trajectory_file),
-              TrainConfig(method=method, steps=1, eval_problems=0, **{option: True}))
+              TrainConfig(method=method, steps=1, **{option: True}))
 
 
 def test_a_cllm_example_is_one_noisy_block_after_its_clean_prefix_without_the_last_position():
@@ -406,23 +453,26 @@ def test_a_cllm_example_is_one_noisy_block_after_its_clean_prefix_without_the_la
     assert kinds[start, :start].all()  # it sees the prompt and every clean block before it
 
 
-def test_evaluation_steps_are_zero_early_and_every_eval_every():
-    cfg = TrainConfig(steps=450, eval_every=200)
-    assert [s for s in range(451) if evaluates_at(s, cfg)] == [0, 50, 100, 200, 400, 450]
+def test_evaluation_steps_are_zero_early_every_check_every_and_the_last():
+    assert [s for s in range(451) if evaluates_at(s, 450, 200)] == [0, 50, 100, 200, 400, 450]
+    assert [s for s in range(451) if evaluates_at(s, 450, None)] == [0, 50, 100, 450]
 
 
 def test_the_train_command_passes_every_option_to_the_config():
     from jacobi_min.tools.commands import build_parser
-    from jacobi_min.tools.pipeline import train_config
+    from jacobi_min.tools.pipeline import settings, train_config
     args = build_parser().parse_args(["train", "--trajectories", "t", "--out", "o", "--method", "cllm", "--lam", "7",
                                       "--label-smoothing", "0.1", "--answer-only-ar", "--consistency-on", "long",
-                                      "--seed", "3", "--lr", "1e-4", "--eval-every", "50", "--adam-eps", "1e-4",
-                                      "--random-offset"])
+                                      "--seed", "3", "--lr", "1e-4", "--eval-every", "50", "--adam-eps", "1e-8",
+                                      "--no-random-offset", "--eval-problems", "5", "--eval-block-size", "8"])
     assert train_config(args) == TrainConfig(method="cllm", lam=7.0, label_smoothing=0.1, ar_on_prompt=False,
-                                             consistency_on=("long",), seed=3, lr=1e-4, eval_every=50, adam_eps=1e-4,
-                                             random_offset=True)
-    ar_only = build_parser().parse_args(["train", "--trajectories", "t", "--out", "o", "--ar-only"])
-    assert train_config(ar_only) == TrainConfig(consistency_on=())
+                                             consistency_on=("long",), seed=3, lr=1e-4, adam_eps=1e-8,
+                                             random_offset=False)
+    assert settings(HeldOutCheck, args) == HeldOutCheck(every=50, problems=5, block_size=8)
+    plain = build_parser().parse_args(["train", "--trajectories", "t", "--out", "o"])
+    assert (train_config(plain), settings(HeldOutCheck, plain)) == (TrainConfig(), HeldOutCheck())  # round 1
+    ar_only = build_parser().parse_args(["train", "--trajectories", "t", "--out", "o", "--ar-only", "--random-offset"])
+    assert train_config(ar_only) == TrainConfig(consistency_on=())  # --random-offset: the default, still accepted
     cllm_parts = build_parser().parse_args(["train", "--trajectories", "t", "--out", "o", "--clean-context",
                                             "--draw-by-blocks", "--undivided-consistency"])
     assert train_config(cllm_parts) == TrainConfig(clean_context=True, draw_by_blocks=True, undivided_consistency=True)
@@ -432,7 +482,8 @@ def test_the_train_command_trains_on_the_first_limit_trajectories(trajectory_fil
     from jacobi_min.tools.commands import main
     seen = []
     from jacobi_min.tools import evaluate
-    monkeypatch.setattr(evaluate, "train", lambda model, tokenizer, data, cfg, out, resume, check: seen.append((data, cfg)))
+    monkeypatch.setattr(evaluate, "train", lambda model, tokenizer, data, cfg, out, resume, check, check_every:
+                        seen.append((data, cfg)))
     main(["train", "--trajectories", str(trajectory_file), "--out", str(tmp_path / "o"), "--limit", "2", "--lam", "5"])
     assert seen[0][0] == trajectories.load(trajectory_file)[:2] and seen[0][1].lam == 5.0
 
@@ -440,7 +491,7 @@ def test_the_train_command_trains_on_the_first_limit_trajectories(trajectory_fil
 def test_an_unknown_method_is_a_clear_error(trajectory_file):
     model, tokenizer = jacobi_min.load()
     with pytest.raises(ValueError, match="unknown method"):
-        train(model, tokenizer, trajectories.load(trajectory_file), TrainConfig(method="clm", steps=1, eval_problems=0))
+        train(model, tokenizer, trajectories.load(trajectory_file), TrainConfig(method="clm", steps=1))
 
 
 @pytest.mark.parametrize("method, mask", [("jacobi-forcing", "noisy"), ("cllm", "clean")])
@@ -463,8 +514,8 @@ def test_bfloat16_autocast_runs_the_forward_in_bfloat16_and_keeps_float32_weight
     for autocast in (None, "bfloat16"):
         model, tokenizer = jacobi_min.load()
         hook = model.lm_head.register_forward_hook(lambda module, args, out: dtypes.append(out.dtype))
-        log = train(model, tokenizer, traj, TrainConfig(steps=8, batch_size=2, lr=1e-3, warmup_frac=0.0, eval_problems=0,
-                                                        autocast=autocast), progress=False)
+        log = train(model, tokenizer, traj, TrainConfig(steps=8, batch_size=2, lr=1e-3, warmup_frac=0.0, autocast=autocast),
+                    progress=False)
         hook.remove()
         losses[autocast] = [r["loss"] for r in log]
         assert all(p.dtype == torch.float32 and torch.isfinite(p).all() for p in model.parameters())

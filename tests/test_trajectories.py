@@ -40,13 +40,13 @@ def test_schedules():
 
 
 def test_progressive_levels_are_block_index_mod_w_on_a_long_trajectory():
-    """Ten blocks with w = 4: t_j = W[j mod 4] from block 0 on, whatever the seed (no offset by default)."""
+    """Ten blocks with w = 4: t_j = W[j mod 4] from block 0 on, whatever the seed (no offset)."""
     fixed = list(range(1, 13))
     states = [fixed[:k] + [0] * (12 - k) for k in (0, 3, 6, 9)] + [fixed]  # noise 1, 0.75, 0.5, 0.25, 0
     trajectory = {"prompt": [5], "blocks": [states] * 10}
     expected = [[0.0, 0.25, 0.75, 1.0][j % 4] for j in range(10)]  # closest to W = 0, 1/3, 2/3, 1
     for seed in range(5):
-        picks = noisy_blocks(trajectory, TrainConfig(window=4), random.Random(seed))
+        picks = noisy_blocks(trajectory, TrainConfig(window=4, random_offset=False), random.Random(seed))
         assert [noise_level(s, fixed) for s in picks] == expected
 
 

@@ -4,13 +4,14 @@ The embedded models answer the task's `Question: … Answer:` prompts (`task`); 
 (the real Qwen) gets the question as a user message with the GSM8K instruction and is scored
 on its final boxed number (`realtasks`).
 """
+from dataclasses import dataclass
 from functools import partial
 
 import torch
 from tqdm import tqdm
 
 from ..jacobi import jacobi_decode
-from ..train import TrainConfig, in_mode, train
+from ..train import TrainConfig, in_mode, option, train
 from . import realtasks, task
 
 
@@ -62,14 +63,18 @@ def bucket_counts(problems: list[task.Problem], correct: list[bool]) -> dict[str
     return counts
 
 
-def held_out_check(tokenizer, problems: int, block_size: int = 16):
-    """The training loop's check (`train(check=...)`): `evaluate` on `problems` held-out problems
-    of the task's test split (seed 1), or None when there are none."""
-    held_out = task.problems("test", problems, seed=1)
-    return partial(evaluate, tokenizer=tokenizer, problems=held_out, block_size=block_size) if held_out else None
+@dataclass
+class HeldOutCheck:
+    """The training loop's held-out check: greedy Jacobi at n = `block_size` on `problems` problems
+    of the task's test split (seed 1), at steps 0, 50, 100, every `every` steps and the last."""
+    every: int = option(200, "steps between held-out checks (and at steps 0, 50, 100, the last)", flag="--eval-every")
+    problems: int = option(40, "held-out problems of each check (0: no checks)", flag="--eval-problems")
+    block_size: int = option(16, "n of the checks' greedy Jacobi decoding", flag="--eval-block-size")
 
 
-def train_and_check(model, tokenizer, trajectories: list[dict], cfg: TrainConfig, out_dir=None, **options) -> list[dict]:
-    """`train` with the held-out check its config asks for (`eval_problems`, `eval_block_size`)."""
-    check = held_out_check(tokenizer, cfg.eval_problems, cfg.eval_block_size)
-    return train(model, tokenizer, trajectories, cfg, out_dir, check=check, **options)
+def train_and_check(model, tokenizer, trajectories: list[dict], cfg: TrainConfig, out_dir=None,
+                    check: HeldOutCheck = HeldOutCheck(), **options) -> list[dict]:
+    """`train` with the held-out `check` (by default 40 problems, every 200 steps); none without problems."""
+    held_out = task.problems("test", check.problems, seed=1)
+    scores = partial(evaluate, tokenizer=tokenizer, problems=held_out, block_size=check.block_size) if held_out else None
+    return train(model, tokenizer, trajectories, cfg, out_dir, check=scores, check_every=check.every, **options)

@@ -1,19 +1,19 @@
 """Progressive Jacobi Forcing on the embedded model, with its CLLM baseline, in one command.
 
-Every round is one `Round` (the recipe is the list `ROUNDS`), run by `progressive_round`:
+The recipe is the table `RECIPE`: round 1 is `TrainConfig()`, every other training what it changes
+from round 1. `ROUNDS` says what each round trains on; `progressive_round` runs one:
 
     collect the current model's trajectories at n = block (right answers only, from round 3 on)
     train `runs` copies of it (seeds s, s + 1, …) and average their weights:  θ̄ = (1/k) Σ θ_i
     continue the average with each of `polishes` (50 steps) and average again: θ = ½(θ_ar(θ̄) + θ_long(θ̄))
 
-    round 1: n = 16 from the base, lr 5e-4, 1,600 steps;  round 2: n = 32, lr 3e-4, 800 steps
-    round 3: n = 32; two 800-step runs at λ = 30 without the official 1/T, two polishes (the shipped model)
-    rounds 4, 5: round 3's steps at n = 16 (`--rounds 5`; they failed their seed check: docs/results.md)
-CLLM's trainer runs on round 1's trajectories for rounds 1 and 2's steps; `--stage all` adds the ablation.
+Rounds 1 to 3 make the shipped model; `--rounds 5` adds rounds 4 and 5 (they failed their seed check:
+docs/results.md). CLLM's trainer runs on round 1's trajectories for rounds 1 and 2's steps; `--stage all`
+adds the ablation.
 
-Decision: the official recipe is two rounds at lr 1e-6 on a 7B model; a tiny model needs higher
-learning rates, AdamW ε = 1e-4, a random offset, three more rounds, weight averaging and right
-answers only to reach ~4 tokens per forward (each measured in docs/results.md).
+Decision: the official recipe is two rounds (lr 1e-5, then 1e-6) on a 7B model; a tiny model needs
+higher learning rates, AdamW ε = 1e-4, a random offset, a third round on right answers only, weight
+averaging and the polishes to reach ~4 tokens per forward (each measured in docs/results.md).
 """
 import copy
 import hashlib
@@ -21,6 +21,7 @@ import json
 import multiprocessing as mp
 import sys
 import time
+from argparse import BooleanOptionalAction
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from functools import partial
 from pathlib import Path
@@ -29,26 +30,12 @@ import torch
 
 from .. import trajectories
 from ..model import load
-from ..train import BUCKETS, CLLM, METHODS, TrainConfig, save_checkpoint, train
+from ..train import BUCKETS, METHODS, TrainConfig, save_checkpoint, train
 from ..trajectories import SCHEDULES
 from ..utils import SHARED, atomic_write, pmap
 from . import task
 from .cli import at_least, device_args, model_args, with_model
-from .evaluate import evaluate, is_correct, prompt_ids, train_and_check
-
-ABLATION = {  # variant -> TrainConfig changes from round 1 (λ = 10, random offset)
-    "progressive": {}, "random": {"schedule": "random"}, "reverse": {"schedule": "reverse"},
-    "progressive, offset 0": {"random_offset": False},
-    "λ = 3": {"lam": 3.0}, "λ = 30": {"lam": 30.0},
-}
-SEEDED = ("progressive", "random", "reverse")
-RECIPE = {"lr": 5e-4, "lam": 10.0, "adam_eps": 1e-4, "random_offset": True}
-LATE = {**RECIPE, "lr": 3e-4, "lam": 30.0, "undivided_consistency": True}  # rounds 3 to 5
-POLISH = {"steps": 50, "lr": 3e-5, "adam_eps": 1e-4, "ar_on_prompt": False}
-POLISHES = {  # name -> a continuation of the runs' average: AR only, or keeping long answers' consistency
-    "ar": TrainConfig(**POLISH, consistency_on=()),
-    "long": TrainConfig(**POLISH, consistency_on=("long",), lam=30.0, undivided_consistency=True, random_offset=True),
-}
+from .evaluate import HeldOutCheck, evaluate, is_correct, prompt_ids, train_and_check
 
 
 @dataclass
@@ -62,13 +49,31 @@ class Round:
     polishes: dict = field(default_factory=dict)
 
 
+RECIPE = {  # every training of the recipe, as what it changes from round 1 (TrainConfig's defaults)
+    "round 1": {},  # the base's n = 16 trajectories: 1,600 steps of 8, lr 5e-4, λ 10, AdamW ε 1e-4, random offset
+    "round 2": {"steps": 800, "lr": 3e-4},  # the round-1 model's n = 32 trajectories
+    "rounds 3-5": {"steps": 800, "lr": 3e-4, "lam": 30.0, "undivided_consistency": True},  # no official 1/T; 2 seeds
+    "polish ar": {"steps": 50, "lr": 3e-5, "ar_on_prompt": False, "consistency_on": ()},  # from their average: AR only
+    "polish long": {"steps": 50, "lr": 3e-5, "ar_on_prompt": False, "consistency_on": ("long",), "lam": 30.0,
+                    "undivided_consistency": True},  # the same, long answers keeping their consistency loss
+    "cllm": {"method": "cllm", "lam": 30.0, "label_smoothing": 0.1},  # CLLM's trainer: round 1's steps, then round 2's
+}
+
+
 def late_round(block: int) -> Round:
-    return Round(block, TrainConfig(steps=800, **LATE), runs=2, right_only=True, polishes=dict(POLISHES))
+    return Round(block, TrainConfig(**RECIPE["rounds 3-5"]), runs=2, right_only=True,
+                 polishes={"ar": TrainConfig(**RECIPE["polish ar"]), "long": TrainConfig(**RECIPE["polish long"])})
 
 
-ROUNDS = (Round(16, TrainConfig(steps=1600, **RECIPE)), Round(32, TrainConfig(steps=800, **{**RECIPE, "lr": 3e-4})),
-          late_round(32), late_round(16), late_round(16))
+ROUNDS = (Round(16, TrainConfig(**RECIPE["round 1"])), Round(32, TrainConfig(**RECIPE["round 2"])),  # n = 16, then 32
+          late_round(32), late_round(16), late_round(16))  # 3: the shipped model; 4 and 5 with `--rounds 5`
 SHIPPED = 3  # the shipped model is round 3's: rounds 4 and 5 lost 0.58 points on short answers (docs/results.md)
+ABLATION = {  # variant -> TrainConfig changes from round 1
+    "progressive": {}, "random": {"schedule": "random"}, "reverse": {"schedule": "reverse"},
+    "progressive, offset 0": {"random_offset": False},
+    "λ = 3": {"lam": 3.0}, "λ = 30": {"lam": 30.0},
+}
+SEEDED = ("progressive", "random", "reverse")
 
 
 @dataclass
@@ -76,7 +81,7 @@ class PipelineConfig:
     rounds: tuple = ROUNDS[:SHIPPED]
     train_prompts: int = 4000
     max_new_tokens: int = task.MAX_ANSWER_TOKENS
-    cllm_lam: float = 30.0  # the CLLM baseline's λ (its phases take every other setting from rounds 1 and 2)
+    cllm_lam: float = RECIPE["cllm"]["lam"]  # the CLLM baseline's λ (`--cllm-lam`; see `cllm_phases`)
     ablation: dict = field(default_factory=lambda: dict(ABLATION))
     ablation_seeds: int = 3
     ablation_steps: int = 150
@@ -88,6 +93,7 @@ class PipelineConfig:
     device: str = "cpu"
     out: Path = Path("runs/checkpoints")  # checkpoints land in out/jacobi-forcing and out/cllm
     results: Path = Path("figures/results")  # the ablation lands in results/ablation.json
+    check: HeldOutCheck = field(default_factory=HeldOutCheck)  # the held-out check of every training run
 
 
 def with_training(cfg: PipelineConfig, seed: int, lam: float | None = None) -> PipelineConfig:
@@ -258,7 +264,7 @@ def averaged_runs(model, tokenizer, traj: list[dict], runs: dict[str, TrainConfi
     def run(name: str, config: TrainConfig) -> list[dict]:  # trains, or reads back a finished run
         model.load_state_dict(start)
         work.settle(name, {**before, name: asdict(config)})
-        return work.training(name, model, lambda resume: train_and_check(model, tokenizer, traj, config, resume=resume))
+        return trained(work, name, model, tokenizer, traj, config, cfg.check)
 
     if len(runs) > 1 and cfg.workers > 1 and cfg.device == "cpu":
         in_parallel([partial(run, name, config) for name, config in runs.items()])
@@ -270,22 +276,31 @@ def averaged_runs(model, tokenizer, traj: list[dict], runs: dict[str, TrainConfi
     return logs
 
 
+def trained(work: Work, name: str, model, tokenizer, traj: list[dict], config: TrainConfig, check) -> list[dict]:
+    """Stage `name`: `model` trained under `config` with the held-out `check`, or as an earlier run left it; its log."""
+    return work.training(name, model, lambda resume: train_and_check(model, tokenizer, traj, config, check=check,
+                                                                     resume=resume))
+
+
+def cllm_phases(cfg: PipelineConfig) -> tuple[TrainConfig, TrainConfig]:
+    """The CLLM baseline's phases: rounds 1 and 2 with CLLM's changes at λ = `cllm_lam`, both at round 1's lr
+    (round 2's is for Jacobi Forcing's re-collected trajectories), phase 2 at seed + 1 (else phase 1's batches)."""
+    changes, (round1, round2) = {**RECIPE["cllm"], "lam": cfg.cllm_lam}, (r.config for r in cfg.rounds[:2])
+    return replace(round1, **changes), replace(round2, **changes, lr=round1.lr, seed=round2.seed + 1)
+
+
 def cllm(cfg: PipelineConfig, work: Work) -> None:
     """The CLLM baseline on the round-1 trajectories (CLLM has no progressive rounds): CLLM's
-    trainer and label smoothing under Jacobi Forcing's optimiser schedule at λ = `cllm_lam`,
-    round 1's steps, then round 2's, both phases at round 1's lr (round 2's lower lr is for Jacobi Forcing's
-    re-collected trajectories). The two models then differ only in what the paper changes:
+    trainer and label smoothing under Jacobi Forcing's optimiser schedule, round 1's steps, then
+    round 2's (`cllm_phases`). The two models then differ only in what the paper changes:
     examples per prompt, packing, noise schedule, mask and re-collection."""
     traj = round1_trajectories(cfg, work)
     model, tokenizer = load(cfg.base, cfg.device)
-    cllm_settings = {**CLLM, "lam": cfg.cllm_lam}
-    round1, round2 = cfg.rounds[0].config, cfg.rounds[1].config
-    phase1 = replace(round1, **cllm_settings)
-    phase2 = replace(round2, **cllm_settings, lr=round1.lr, seed=round2.seed + 1)  # seed: else phase 1's batches
+    phase1, phase2 = cllm_phases(cfg)
     work.settle("cllm_phase1", {"phase1": asdict(phase1)})
     work.settle("cllm_phase2", {"phase1": asdict(phase1), "phase2": asdict(phase2)})
-    log1 = work.training("cllm_phase1", model, lambda resume: train_and_check(model, tokenizer, traj, phase1, resume=resume))
-    log2 = work.training("cllm_phase2", model, lambda resume: train_and_check(model, tokenizer, traj, phase2, resume=resume))
+    log1 = trained(work, "cllm_phase1", model, tokenizer, traj, phase1, cfg.check)
+    log2 = trained(work, "cllm_phase2", model, tokenizer, traj, phase2, cfg.check)
     save_checkpoint(model, tokenizer, cfg.out / "cllm", phase2, join_logs(log1, log2),
                     extra={"phase1": asdict(phase1), "seconds": work.times["cllm_phase1"] + work.times["cllm_phase2"]})
 
@@ -295,8 +310,7 @@ def ablation_run(job: tuple[str, int]) -> dict:
     kept in the work folder under a hash of its settings, so a rerun skips it."""
     name, seed = job
     cfg, folder, traj, held_out = SHARED["ablation"]
-    config = replace(cfg.rounds[0].config, **cfg.ablation[name], seed=seed, steps=cfg.ablation_steps,
-                     eval_every=cfg.ablation_steps + 1)
+    config = replace(cfg.rounds[0].config, **cfg.ablation[name], seed=seed, steps=cfg.ablation_steps)
     key = hashlib.sha256(json.dumps([asdict(config), cfg.base, cfg.ablation_problems]).encode()).hexdigest()[:12]
     path = folder / f"ablation-{key}.json"
     if path.exists():
@@ -371,10 +385,14 @@ def run(cfg: PipelineConfig = PipelineConfig(), folder: Path = Path("runs/pipeli
     return work.times
 
 
+def settings(cls, args):
+    """The dataclass `cls` (TrainConfig, HeldOutCheck) from the flags `add_flags` made for its fields."""
+    return cls(**{f.name: getattr(args, f.name) for f in fields(cls)})
+
+
 def train_config(args) -> TrainConfig:
-    """The `train` command's TrainConfig: one flag per field (`train_flags`), --ar-only for consistency_on=()."""
-    values = {f.name: getattr(args, f.name) for f in fields(TrainConfig)}
-    return TrainConfig(**{**values, "consistency_on": () if args.ar_only else tuple(args.consistency_on)})
+    """The `train` command's TrainConfig: one flag per field, --ar-only for consistency_on=()."""
+    return replace(settings(TrainConfig, args), consistency_on=() if args.ar_only else tuple(args.consistency_on))
 
 
 def train_command(args, model, tokenizer) -> None:
@@ -382,16 +400,18 @@ def train_command(args, model, tokenizer) -> None:
     resume = args.out.with_name(args.out.name + ".resume.pt")
     if resume.exists() and not args.resume:
         sys.exit(f"{resume} holds an interrupted run: add --resume to continue it, or delete it to start over")
-    train_and_check(model, tokenizer, trajectories.load(args.trajectories)[:args.limit], cfg, args.out, resume=resume)
+    train_and_check(model, tokenizer, trajectories.load(args.trajectories)[:args.limit], cfg, args.out,
+                    check=settings(HeldOutCheck, args), resume=resume)
 
 
-def train_flags(parser) -> None:
-    """One flag per TrainConfig field, its help from the field's."""
-    for f in fields(TrainConfig):
+def add_flags(parser, cls) -> None:
+    """One flag per field of the dataclass `cls`, its help from the field's; a boolean: --x and --no-x, or its own flag."""
+    for f in fields(cls):
         default = f.default_factory() if f.default is MISSING else f.default
         name, help = f.metadata["flag"] or "--" + f.name.replace("_", "-"), f.metadata["help"]
         if isinstance(default, bool):
-            parser.add_argument(name, dest=f.name, action="store_false" if default else "store_true", help=help)
+            action = ("store_false" if default else "store_true") if f.metadata["flag"] else BooleanOptionalAction
+            parser.add_argument(name, dest=f.name, action=action, default=default, help=help)
         elif isinstance(default, tuple):
             parser.add_argument(name, dest=f.name, nargs="+", default=list(default), help=help,
                                 choices=list(BUCKETS) if f.name == "consistency_on" else None)
@@ -400,11 +420,12 @@ def train_flags(parser) -> None:
         else:
             low = 0.0 if isinstance(default, float) else (1 if f.name in POSITIVE else 0)
             kind = str if default is None else at_least(low, type(default))
-            parser.add_argument(name, dest=f.name, type=kind, default=default, help=help)
+            parser.add_argument(name, dest=f.name, type=kind, default=default, help=help,
+                                metavar=name[2:].replace("-", "_").upper())
 
 
 CHOICES = {"method": METHODS, "schedule": SCHEDULES, "autocast": ("bfloat16",)}
-POSITIVE = {"window", "steps", "batch_size", "eval_every", "eval_block_size", "save_every"}
+POSITIVE = {"window", "steps", "batch_size", "save_every", "every", "block_size"}
 
 
 def collect_command(args, model, tokenizer) -> None:
@@ -442,7 +463,8 @@ def add_commands(commands) -> None:
     p = commands.add_parser("train", help="train on trajectories: Jacobi Forcing, or CLLM's trainer")
     model_args(p)
     p.add_argument("--trajectories", type=Path, required=True)
-    train_flags(p)
+    add_flags(p, TrainConfig)
+    add_flags(p, HeldOutCheck)
     p.add_argument("--ar-only", action="store_true", help="no noisy blocks at all: the AR loss on the same packed batches")
     p.add_argument("--limit", type=at_least(1), default=None, help="train on the first LIMIT trajectories of the file")
     p.add_argument("--resume", action="store_true",
@@ -478,8 +500,8 @@ def add_pipeline(commands) -> None:
     p.add_argument("--train-seed", type=at_least(0), default=0,
                    help="seed of the training batches and noisy states (the trajectories stay the same)")
     p.add_argument("--lam", type=at_least(0.0, float), default=None,
-                   help=f"λ, the AR loss weight of Jacobi Forcing's rounds 1 and 2 and the ablation (default {RECIPE['lam']}; "
-                        f"rounds 3 to 5: {LATE['lam']})")
+                   help=f"λ, the AR loss weight of Jacobi Forcing's rounds 1 and 2 and the ablation (default "
+                        f"{TrainConfig.lam}; rounds 3 to 5 keep {RECIPE['rounds 3-5']['lam']})")
     p.add_argument("--cllm-lam", type=at_least(0.0, float), default=PipelineConfig.cllm_lam,
                    help="λ of the CLLM baseline")
     p.set_defaults(run=pipeline_command)
