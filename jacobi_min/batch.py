@@ -4,7 +4,7 @@ Each row runs jacobi.py's iteration on its own prompt - same initial drafts,
 same acceptance rule, same block trajectories - and one forward serves them all:
 
     D     = the rows' drafts d_1 … d_B, right-padded to W = max_r |d_r|      (B, W)
-    G     = pick(model(D | cache))                                         one forward
+    g_r   = pick_r(model(D | cache)_r),  pick_r = pick.for_row(r)         one forward
     acc_r = 1 + longest prefix of d_r[1:] equal to g_r[:-1]                per row
 
 so row r gains acc_r tokens from this forward, exactly as it would alone.
@@ -19,12 +19,13 @@ only at a near-tie (the tests assert token-for-token equality).
 Decision: after each forward the rejected entries (|d_r| - acc_r per row) are
 dropped and the rows re-aligned by one gather per layer (a plain cut when all
 rows accepted alike), instead of staying in the cache under a zero mask: a
-masked cache grows by W every forward, about 2.5 times the output at n = 16,
-and every later forward would attend over it.
+masked cache would grow by W every forward, W - acc_r of them masked for row
+r, and every later forward would attend over them all.
 Decision: rows that finish leave the batch, and with `batch` places the next
 waiting prompts join once a quarter of the places are free (one left-padded
-prefill for them all): a static batch would run its last forwards for its
-longest answer alone (measured: 11 of 32 rows busy on average).
+prefill for them all): a static batch shrinks as its rows finish and runs its
+last forwards for its longest answers alone, with places free that waiting
+prompts could fill. (Neither choice was timed against its alternative.)
 """
 from collections import deque
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ import torch
 from transformers import DynamicCache
 
 from .jacobi import DecodeResult, add_final_bonus, commit, initial_draft, jacobi_update, trimmed_block
-from .sampling import GREEDY
+from .sampling import GREEDY, Pick
 from .utils import as_int, check_inputs, eos_ids
 
 
@@ -43,6 +44,7 @@ class Row:
     prompt: list[int]
     gen: torch.Generator  # draws this row's initial drafts
     result: DecodeResult
+    pick: Pick  # chooses this row's tokens: the batch's pick for this row (Pick.for_row)
     draft: list[int] = field(default_factory=list)
     start: int = 0  # index in the output of the current block's y0
     states: list[list[int]] | None = None  # the current block's states, with record
@@ -131,7 +133,7 @@ def advance(row: Row, g: list[int], eos: set[int], block_size: int, max_new_toke
     return acc
 
 
-def prefill(model, rows: list[Row], pick) -> tuple[DynamicCache, torch.Tensor]:
+def prefill(model, rows: list[Row]) -> tuple[DynamicCache, torch.Tensor]:
     """The rows' prompts in one left-padded forward; each row's first token y0. Returns the cache and its mask."""
     ids, mask = pad([row.prompt for row in rows], max(len(row.prompt) for row in rows), left=True)
     cache = DynamicCache(config=model.config)
@@ -139,7 +141,7 @@ def prefill(model, rows: list[Row], pick) -> tuple[DynamicCache, torch.Tensor]:
     logits = model(input_ids=ids.to(model.device), attention_mask=mask.to(model.device),
                    position_ids=positions.to(model.device), past_key_values=cache, use_cache=True).logits
     for r, row in enumerate(rows):
-        row.out.append(pick(logits[r, -1:], row.prompt)[0])
+        row.out.append(row.pick(logits[r, -1:], row.prompt)[0])
     return cache, mask
 
 
@@ -158,7 +160,7 @@ def join(cache: DynamicCache | None, mask, new: DynamicCache, new_mask: torch.Te
     return cache, torch.cat([left(mask, 1), left(new_mask, 1)])
 
 
-def forward(model, cache: DynamicCache, mask: torch.Tensor, rows: list[Row], pick) -> list[list[int]]:
+def forward(model, cache: DynamicCache, mask: torch.Tensor, rows: list[Row]) -> list[list[int]]:
     """One forward of every row's draft after its cached prefix: each row's picks at its draft's positions."""
     width = max(len(row.draft) for row in rows)
     ids, window = pad([row.draft for row in rows], width, left=False)
@@ -166,7 +168,7 @@ def forward(model, cache: DynamicCache, mask: torch.Tensor, rows: list[Row], pic
     device = model.device
     logits = model(input_ids=ids.to(device), attention_mask=torch.cat([mask, window], 1).to(device),
                    position_ids=positions.to(device), past_key_values=cache, use_cache=True).logits
-    return [pick(logits[r, :len(row.draft)], row.context() + row.draft) for r, row in enumerate(rows)]
+    return [row.pick(logits[r, :len(row.draft)], row.context() + row.draft) for r, row in enumerate(rows)]
 
 
 def compact(cache: DynamicCache, keep: torch.Tensor, stay: list[int]) -> torch.Tensor:
@@ -192,28 +194,30 @@ def compact(cache: DynamicCache, keep: torch.Tensor, stay: list[int]) -> torch.T
     return keep.to(torch.long)
 
 
-def new_rows(model, prompts, block_size: int, max_new_tokens: int, seed: int, record: bool) -> list[Row]:
-    """A checked Row for every prompt; prompt i's drafts are drawn with seed + i."""
+def new_rows(model, prompts, block_size: int, max_new_tokens: int, seed: int, record: bool, pick: Pick) -> list[Row]:
+    """A checked Row for every prompt; prompt i draws its drafts with seed + i and picks with pick.for_row(i)."""
     if not isinstance(prompts, (list, tuple)) or not prompts:
         raise ValueError("prompts must be a non-empty list of prompts (each a list of token ids)")
     prompts = [check_inputs(model, p, max_new_tokens, block_size) for p in prompts]
     seed = as_int(seed, "seed", 0)
-    return [Row(p, torch.Generator().manual_seed(seed + i), DecodeResult([], blocks=[] if record else None))
-            for i, p in enumerate(prompts)]
+    return [Row(p, torch.Generator().manual_seed(seed + i), DecodeResult([], blocks=[] if record else None),
+                pick.for_row(i)) for i, p in enumerate(prompts)]
 
 
 @torch.inference_mode()
 def batch_jacobi_decode(model, prompts, block_size: int = 16, max_new_tokens: int = 256, eos_token_id=None,
-                        seed: int = 0, record: bool = False, pick=GREEDY, batch: int | None = None
+                        seed: int = 0, record: bool = False, pick: Pick = GREEDY, batch: int | None = None
                         ) -> tuple[list[DecodeResult], BatchStats]:
-    """Jacobi-decode every prompt in shared forwards; row i equals `jacobi_decode(prompts[i], seed=seed + i)`.
+    """Jacobi-decode every prompt in shared forwards; row i equals `jacobi_decode(prompts[i], seed=seed + i,
+    pick=pick.for_row(i))`: with pick=sampler(…, seed=s), the sample of seed s + i, i being its index in `prompts`
+    also when it joins later, so equal prompts in one batch draw independent samples.
 
     At most `batch` rows decode at once (default: all); when a quarter of the places are free, the
     next waiting prompts are prefilled and join (continuous batching). Returns each row's DecodeResult
     (tokens, accepted and fed per forward, blocks with record=True) and the cost of the decoding
     forwards (rows and padded width of each). Block size 1 is batched greedy AR.
     """
-    rows, stats = new_rows(model, prompts, block_size, max_new_tokens, seed, record), BatchStats()
+    rows, stats = new_rows(model, prompts, block_size, max_new_tokens, seed, record, pick), BatchStats()
     limit = len(rows) if batch is None else as_int(batch, "batch", 1)
     eos = eos_ids(model, eos_token_id)
     waiting, active, cache, mask = deque(rows if max_new_tokens else []), [], None, None
@@ -221,7 +225,7 @@ def batch_jacobi_decode(model, prompts, block_size: int = 16, max_new_tokens: in
         free = limit - len(active)
         if waiting and free >= min(len(waiting), max(1, limit // 4)):  # admit the next prompts
             joining = [waiting.popleft() for _ in range(min(free, len(waiting)))]
-            cache, mask = join(cache, mask, *prefill(model, joining, pick))
+            cache, mask = join(cache, mask, *prefill(model, joining))
             stats.prefills.append(len(joining) * max(len(row.prompt) for row in joining))
             for row in joining:
                 begin(row, eos, block_size, max_new_tokens)
@@ -229,7 +233,7 @@ def batch_jacobi_decode(model, prompts, block_size: int = 16, max_new_tokens: in
         else:  # one Jacobi iteration of every active row
             stats.rows.append(len(active))
             stats.width.append(max(len(row.draft) for row in active))
-            picks = forward(model, cache, mask, active, pick)
+            picks = forward(model, cache, mask, active)
             keep = torch.cat([mask, torch.zeros(len(active), stats.width[-1], dtype=mask.dtype)], 1)
             for r, (row, g) in enumerate(zip(active, picks)):
                 keep[r, mask.shape[1]:mask.shape[1] + advance(row, g, eos, block_size, max_new_tokens)] = 1

@@ -2,56 +2,57 @@
 
     out = model.generate(input_ids, custom_generate=jacobi_generate, block_size=16, max_new_tokens=256)
 
-transformers 5.x `generate` merges the arguments with the model's generation
-config, builds the logits processors and the stopping criteria, then hands
-them to a callable `custom_generate` in place of its own decoding loop. Here
-that loop is `jacobi_decode` (or `multiblock_decode` with blocks > 1 or a
-recycling pool), so the output is generate's greedy output token for token,
-or, with do_sample=True, an exact sample (sampling.py). Honoured:
+transformers 5.x `generate` merges the arguments with the model's generation config, builds the logits
+processors and the stopping criteria, then hands them to a callable `custom_generate` in place of its own
+loop: here `jacobi_decode` (`multiblock_decode` with blocks > 1 or a recycling pool), so the output is
+generate's greedy output token for token, or with do_sample=True an exact sample (sampling.py). Honoured:
 
 - max_new_tokens / max_length, eos_token_id (int, list or tensor);
-- every logits processor, applied at each position to that position's own
-  prefix (sampling.Pick); do_sample=True adds Gumbel noise keyed by
-  (seed, position): the tokens equal the position-seeded AR sampler's for the
-  same `seed` (a keyword argument; by default drawn from torch's global RNG),
-  not those of generate's own multinomial sampler, which uses other random
-  numbers;
-- every stopping criterion, checked on the whole sequence after each new
-  token, as if a verified chunk had been appended one token at a time, so
-  decoding stops exactly where generate's loop would (scores are not passed);
-- a streamer: `put` once per verified chunk (the prefill's token, then each
-  forward's tokens), `end` at the end.
+- every logits processor, at each position on its own prefix (sampling.Pick); do_sample=True adds
+  Gumbel noise keyed by (`seed`, position): the position-seeded AR sampler's tokens, not generate's;
+- every stopping criterion, checked on the whole sequence after each new token, so decoding stops
+  exactly where generate's loop would (scores are not passed);
+- a streamer: `put` once per verified chunk (the prefill's token, then each forward's), then `end`.
 
-Limits: batch size 1, no padding, no beam search, no scores / attentions /
-hidden states in the output, no cache handed in or out. Each raises a
-ValueError that says so.
+Refused with a ValueError naming the argument: batch size > 1, padding, a filled cache, scores / logits /
+attentions / hidden states, a streamer given to generate alone, and what generate's loop would do and this
+one cannot (`REFUSED`, `STATEFUL`); the rest of GenerationConfig changes nothing returned here. Unseen:
+cache_implementation="paged" (generate batches instead of calling any loop; the folder refuses it). The one
+difference: past max_position_embeddings generate warns and goes on, this loop raises (utils.check_inputs).
 
-Two ways in, one loop:
-
-- the folder `hub/jacobi-decoding` (`custom_generate="hub/jacobi-decoding",
-  trust_remote_code=True`): generate hands it every argument, so a
-  `streamer` and `stop_strings` with `tokenizer=` work as with generate's own
-  loop. Use it for streaming and stop strings.
-- this callable (`custom_generate=jacobi_generate`): no folder, no remote
-  code, and the arguments above are keywords of this function. generate
-  hands a callable only what it does not know itself: it puts the prompt
-  into `streamer` but drops `streamer` and `tokenizer`, so bind the
-  streamer, `custom_generate=partial(jacobi_generate, streamer=s)` next to
-  `streamer=s`, and for stop strings pass
-  `stopping_criteria=[StopStringCriteria(tokenizer, strings)]` (`stop_strings=`
-  raises there for want of the tokenizer).
+Two ways in (docs/usage.md): the folder `hub/jacobi-decoding`, which generate hands every argument
+(`streamer`, `stop_strings` with `tokenizer=`), or this callable, which it hands only what it does not
+know: it puts the prompt into `streamer`, then drops it and `tokenizer`, so bind the streamer too,
+`partial(jacobi_generate, streamer=s)`, and pass `stopping_criteria=[StopStringCriteria(tokenizer, …)]`.
 """
+import traceback
 from dataclasses import dataclass
 
 import torch
-from transformers.generation.utils import GenerateDecoderOnlyOutput
+from transformers import SynthIDTextWatermarkLogitsProcessor, UnbatchedClassifierFreeGuidanceLogitsProcessor
+from transformers.generation.utils import GenerateDecoderOnlyOutput, GenerationMixin
 
 from .jacobi import DecodeResult, jacobi_decode
 from .multiblock import check_multiblock, multiblock_decode
-from .sampling import Pick
+from .sampling import Pick, fresh_seed
 
 MODEL_KWARGS = {"attention_mask", "position_ids", "past_key_values", "use_cache", "logits_to_keep"}
 UNSUPPORTED_OUTPUTS = ("output_scores", "output_logits", "output_attentions", "output_hidden_states")
+ASSISTED = "Jacobi decoding drafts its own tokens: assisted decoding cannot be combined with it"
+BEAMS = "beam search keeps several sequences, Jacobi decoding one"
+REFUSED = {  # generate's (5.23's GenerationConfig's) arguments: (the values that ask for nothing, why others fail)
+    "num_beams": ((None, 1), BEAMS), "constraints": ((None,), BEAMS), "force_words_ids": ((None,), BEAMS),
+    "num_return_sequences": ((None, 1), "it returns one sequence per prompt: call generate once per seed"),
+    "assistant_model": ((None,), ASSISTED), "prompt_lookup_num_tokens": ((None,), ASSISTED),
+    "assistant_early_exit": ((None,), ASSISTED), "use_mtp": ((None, False), ASSISTED),
+    "penalty_alpha": ((None, 0), "contrastive search rescores the top-k tokens by their hidden states"),
+    "dola_layers": ((None,), "DoLa contrasts the last layer's logits with earlier layers'"),
+    "cache_implementation": ((None, "dynamic"), "Jacobi decoding crops rejected drafts from its own DynamicCache"),
+}
+# processors that keep state between calls (one new token per call), where Jacobi decoding scores prefixes again
+STATEFUL = {UnbatchedClassifierFreeGuidanceLogitsProcessor: "guidance_scale",
+            SynthIDTextWatermarkLogitsProcessor: "watermarking_config"}
+GENERATE = GenerationMixin.generate.__wrapped__.__code__  # under torch.no_grad's wrapper
 
 
 @dataclass
@@ -70,10 +71,30 @@ def decode(model, prompt: list[int], max_new_tokens: int, block_size: int = 16, 
     return multiblock_decode(model, prompt, block_size, max_new_tokens, blocks, spawn_ratio, pool_size, **options)
 
 
+def check_arguments(arguments: dict) -> None:
+    """A ValueError naming the first of generate's `arguments` (name -> value) in `REFUSED` that asks for something."""
+    for name, (nothing, why) in REFUSED.items():
+        if arguments.get(name) not in nothing:
+            raise ValueError(f"jacobi_generate cannot take {name}: {why}")
+
+
+def check_loop_arguments(generation_config, logits_processor, streamer) -> None:
+    """A ValueError naming what generate was asked for and this loop cannot do (`REFUSED`, `STATEFUL`, a streamer
+    given to generate alone). Decision: assistant_model and generate's streamer are read from generate's frame, as
+    transformers 5.23 hands a callable neither (test_transformers_hands_a_callable_no_streamer_tokenizer_or_assistant)
+    and they would go unheeded. Read only to refuse: should transformers move them, they go unrefused, as before."""
+    given = next((frame.f_locals for frame, _ in traceback.walk_stack(None) if frame.f_code is GENERATE), {})
+    check_arguments({name: getattr(generation_config, name, None) for name in REFUSED}
+                    | {"assistant_model": given.get("assistant_model")})
+    if stateful := [STATEFUL[type(p)] for p in logits_processor if type(p) in STATEFUL]:
+        raise ValueError(f"jacobi_generate cannot take {stateful[0]}: its logits processor keeps state between calls")
+    if given.get("streamer") not in (None, streamer):
+        raise ValueError("jacobi_generate is handed no streamer by generate: bind it as well, custom_generate=partial("
+                         "jacobi_generate, streamer=streamer), or use the folder hub/jacobi-decoding")
+
+
 def check_supported(input_ids: torch.Tensor, generation_config, model_kwargs: dict) -> None:
-    """A ValueError naming what `jacobi_generate` cannot do."""
-    if generation_config.num_beams > 1:
-        raise ValueError(f"jacobi_generate does not do beam search, got num_beams={generation_config.num_beams}")
+    """A ValueError naming what `jacobi_generate` cannot do with these inputs."""
     if input_ids.shape[0] != 1:
         raise ValueError(f"jacobi_generate decodes one sequence at a time (batch size 1), got batch size "
                          f"{input_ids.shape[0]}: call generate once per prompt")
@@ -103,6 +124,7 @@ def jacobi_generate(model, input_ids, logits_processor, stopping_criteria, gener
     Returns generate's tensor, or with return_dict_in_generate=True a `JacobiGenerateOutput`.
     """
     # 1. what is supported; the prompt and the budget generate prepared
+    check_loop_arguments(generation_config, logits_processor, streamer)
     check_supported(input_ids, generation_config, model_kwargs)
     check_multiblock(blocks, spawn_ratio, pool_size)
     prompt = input_ids[0].tolist()
@@ -111,7 +133,7 @@ def jacobi_generate(model, input_ids, logits_processor, stopping_criteria, gener
     eos = [] if eos is None else torch.as_tensor(eos).reshape(-1).tolist()
     # 2. each position's token: the processors on its own prefix, plus Gumbel noise keyed by (seed, t) when sampling
     if generation_config.do_sample and seed is None:
-        seed = int(torch.randint(2**62, (1,)))  # torch.manual_seed makes a run repeatable, as with generate
+        seed = fresh_seed()  # torch.manual_seed makes a run repeatable, as with generate
     pick = Pick(logits_processor, seed if generation_config.do_sample else None)
 
     # 3. decode; the stopping criteria see the whole sequence after every new token

@@ -3,8 +3,9 @@
 Every decoder here turns the logits of a forward into tokens with a `Pick`:
 row i of a forward's logits belongs to the i-th fed token and chooses the token
 at the next position t. Jacobi decoding is lossless whenever that choice is a
-deterministic function y_t = f_t(x, y_<t) of the position's own prefix (§1 of
-the design: the AR sequence is the iteration's unique fixed point). Greedy is
+deterministic function y_t = f_t(x, y_<t) of the position's own prefix: the AR
+sequence is then the iteration's unique fixed point (README, "The method in one
+screen", and jacobi.py argue it for argmax, using nothing more). Greedy is
 f_t = argmax. Sampling keeps f_t deterministic by tying the randomness to the
 position instead of to the call (Gumbel-max with position-keyed noise):
 
@@ -30,8 +31,11 @@ t is the token's absolute position in prompt + output (its position id).
 Decision: the noise comes from numpy's SeedSequence((seed, t)) rather than
 `torch.Generator.manual_seed`, whose CPU generator keeps only the low 32 bits
 of a seed, so a packed (seed, t) key would repeat noise across seeds.
+
+One seed is one sample (equal prompts and seeds give equal tokens), so a batch
+keys row i's noise by seed + i (`Pick.for_row`, batch.py).
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import numpy as np
@@ -42,6 +46,8 @@ from transformers import (
     TopKLogitsWarper,
     TopPLogitsWarper,
 )
+
+from .utils import as_int
 
 
 def gumbel(seed: int, t: int, vocab: int) -> torch.Tensor:
@@ -71,13 +77,24 @@ class Pick:
             picks.append(int(scores.argmax(-1)))
         return picks
 
+    def for_row(self, i: int) -> "Pick":
+        """The pick of row i of a batch: noise keyed by (seed + i, t), the same processors; greedy stays greedy."""
+        return self if self.seed is None else replace(self, seed=self.seed + i)
+
 
 GREEDY = Pick()
 
 
-def sampler(temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0, seed: int = 0) -> Pick:
+def fresh_seed() -> int:
+    """A seed drawn from torch's global generator: other noise on every call, the same after torch.manual_seed."""
+    return int(torch.randint(2**62, (1,)))
+
+
+def sampler(temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0, seed: int | None = 0) -> Pick:
     """Sampling at temperature τ with optional top-k / top-p (transformers' warpers, in generate's
-    order); τ = 0 is greedy (then top-k and top-p change nothing)."""
+    order); τ = 0 is greedy (then top-k and top-p change nothing). seed: an integer >= 0, or None.
+    Decision: seed=None draws a seed (`fresh_seed`, kept in the Pick's `seed`) rather than raising, as
+    generate's do_sample=True and jacobi_generate sample afresh; drawn once, it still defines one fixed point."""
     if temperature < 0 or top_k < 0 or not 0 < top_p <= 1:
         raise ValueError(f"need temperature >= 0, top_k >= 0 and top_p in (0, 1], got "
                          f"{temperature!r}, {top_k!r}, {top_p!r}")
@@ -90,4 +107,4 @@ def sampler(temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0, seed: 
         warpers.append(TopKLogitsWarper(top_k))
     if top_p < 1.0:
         warpers.append(TopPLogitsWarper(top_p))
-    return Pick(warpers, seed)
+    return Pick(warpers, fresh_seed() if seed is None else as_int(seed, "seed", 0))

@@ -3,7 +3,8 @@
 On the embedded models over held-out problems of every answer length in one batch, on
 Hypothesis-drawn random models and batches (1-8 prompts of different lengths, EOS inside
 blocks, sampling), and through trajectory collection, whose records must not depend on the
-batch size. The real Qwen's two-prompt check lives in test_qwen.py.
+batch size. A sampled row i is the sample of seed + i, so equal prompts give different samples.
+The real Qwen's two-prompt check lives in test_qwen.py.
 """
 import pytest
 import torch
@@ -14,6 +15,7 @@ from jacobi_min import batch_jacobi_decode, greedy_decode, jacobi_decode, sample
 from jacobi_min.tools import task
 from jacobi_min.tools.evaluate import prompt_ids
 from tests.conftest import generate_greedy
+from tests.test_generate import PROMPTS, random_model
 from tests.test_properties import CONTEXT, PROPERTY, SAMPLINGS, Case, build, cases, eos_argument
 
 
@@ -58,6 +60,28 @@ def test_collection_does_not_depend_on_the_batch(base, held_out, batch, workers)
     alone = [jacobi_decode(model, p, 8, 64, seed=5 + i, record=True) for i, p in enumerate(held_out)]
     records = trajectories.collect(model, held_out, 8, 64, seed=5, workers=workers, batch=batch)
     assert records == [{"prompt": p, "blocks": [b.states for b in r.blocks]} for p, r in zip(held_out, alone)]
+
+
+def test_each_sampled_row_is_the_sample_of_its_own_seed(base, held_out):
+    """pick=sampler(τ, seed=7): row i equals the AR sampler and jacobi_decode with seed 7 + i, forward for forward,
+    also for the prompts that join later (3 places for 6 prompts)."""
+    model, _ = base
+    results, _ = batch_jacobi_decode(model, held_out, 16, 32, seed=3, pick=sampler(1.5, seed=7), batch=3)
+    for i, (prompt, row) in enumerate(zip(held_out, results)):
+        alone = sampler(1.5, seed=7 + i)
+        assert row.tokens == greedy_decode(model, prompt, 32, pick=alone).tokens
+        jacobi = jacobi_decode(model, prompt, 16, 32, seed=3 + i, pick=alone)
+        assert (row.tokens, row.accepted, row.fed) == (jacobi.tokens, jacobi.accepted, jacobi.fed)
+
+
+def test_equal_prompts_in_a_sampled_batch_are_different_samples():
+    """Four copies of one prompt at τ = 1.5 (the random model's most likely token has about 0.27 of the mass, so
+    two equal 24-token samples have a chance below 0.3^24): four different samples; greedy, four equal rows."""
+    model, prompts = random_model(eos=()), [PROMPTS[0]] * 4
+    sampled, _ = batch_jacobi_decode(model, prompts, 8, 24, pick=sampler(1.5, seed=7))
+    assert len({tuple(row.tokens) for row in sampled}) == 4
+    greedy, _ = batch_jacobi_decode(model, prompts, 8, 24)
+    assert len({tuple(row.tokens) for row in greedy}) == 1
 
 
 def test_bad_input_is_a_clear_error(base):
@@ -113,12 +137,14 @@ def test_every_row_equals_generate(batch, places):
 @settings(PROPERTY, max_examples=25)
 @given(batches(), SAMPLINGS, PLACES)
 def test_every_row_equals_the_ar_sampler(batch, sampling, places):
-    """With pick = sampler(τ, top_k, top_p, seed), row i equals the AR sampler on prompt i: lossless per row."""
+    """With pick = sampler(τ, top_k, top_p, seed), row i equals the AR sampler on prompt i with seed + i: lossless
+    per row."""
     model = build(batch[0].spec)
     pick = sampler(*sampling)
     eos = eos_argument(model, batch[0], pick)
     case = batch[0]
     results, _ = batch_jacobi_decode(model, [c.prompt for c in batch], case.block_size, case.max_new_tokens, eos,
                                      case.seed, pick=pick, batch=places)
-    for c, row in zip(batch, results):
-        assert row.tokens == greedy_decode(model, c.prompt, case.max_new_tokens, eos, pick=pick).tokens
+    for i, (c, row) in enumerate(zip(batch, results)):
+        alone = sampler(*sampling._replace(seed=sampling.seed + i))
+        assert row.tokens == greedy_decode(model, c.prompt, case.max_new_tokens, eos, pick=alone).tokens

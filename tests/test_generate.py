@@ -4,6 +4,7 @@ import io
 import re
 import threading
 from functools import cache, partial
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -13,11 +14,13 @@ from transformers import (
     Qwen2Config,
     StoppingCriteriaList,
     StopStringCriteria,
+    SynthIDTextWatermarkingConfig,
     TemperatureLogitsWarper,
     TextIteratorStreamer,
     TextStreamer,
     TopKLogitsWarper,
     TopPLogitsWarper,
+    WatermarkingConfig,
 )
 from transformers.generation.streamers import BaseStreamer
 
@@ -39,6 +42,7 @@ from jacobi_min.tools.generate import COLORS, run, unseen_words
 from tests.conftest import ARCHS, tiny_model
 
 PROMPTS = [[5, 9, 12, 7, 30, 5, 9], [11]]
+FOLDER = str(Path(__file__).resolve().parents[1] / "hub" / "jacobi-decoding")
 EMBEDDED = sorted(path.name for path in CHECKPOINTS.iterdir() if (path / "config.json").is_file())
 
 
@@ -150,19 +154,21 @@ def test_stop_strings():
                                 max_new_tokens=400, stopping_criteria=criteria) == reference
 
 
-def test_transformers_hands_no_streamer_or_tokenizer_to_a_callable():
-    """Why docs/usage.md binds the streamer with partial and passes StopStringCriteria (transformers 5.23).
-    If this fails, generate now forwards them: simplify those examples."""
+def test_transformers_hands_a_callable_no_streamer_tokenizer_or_assistant():
+    """Why docs/usage.md binds the streamer with partial and passes StopStringCriteria, and why jacobi_generate reads
+    assistant_model and streamer from generate's frame to refuse them (transformers 5.23). If this fails, generate
+    now forwards them: simplify those examples and generate.generate_arguments."""
     model, tokenizer = embedded("base")
     ids = torch.tensor([problem_ids(tokenizer, 1)[0]])
     seen = {}
 
-    def spy(model, input_ids, logits_processor, stopping_criteria, generation_config, streamer=None, **kwargs):
-        seen["streamer"] = streamer
+    def spy(model, input_ids, logits_processor, stopping_criteria, generation_config, streamer=None,
+            assistant_model=None, **kwargs):
+        seen.update(streamer=streamer, assistant_model=assistant_model, **kwargs)
         return input_ids
 
-    model.generate(ids, streamer=Recorder(), custom_generate=spy, max_new_tokens=4)
-    assert seen["streamer"] is None
+    model.generate(ids, streamer=Recorder(), assistant_model=model, custom_generate=spy, max_new_tokens=4)
+    assert seen["streamer"] is None and seen["assistant_model"] is None and "tokenizer" not in seen
     with pytest.raises(ValueError, match="tokenizer"):
         model.generate(ids, stop_strings=["."], tokenizer=tokenizer, custom_generate=jacobi_generate, max_new_tokens=4)
 
@@ -238,6 +244,74 @@ def test_what_is_not_supported_says_so():
                        max_new_tokens=8)
 
 
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(num_beams=2), "num_beams"),
+    (dict(do_sample=True, num_return_sequences=2), "num_return_sequences"),
+    (dict(prompt_lookup_num_tokens=3), "prompt_lookup_num_tokens"),
+    (dict(assistant_early_exit=1), "assistant_early_exit"),
+    (dict(use_mtp=True), "use_mtp"),
+    (dict(constraints=[]), "constraints"),
+    (dict(force_words_ids=[[5]]), "force_words_ids"),
+    (dict(penalty_alpha=0.6, top_k=4), "penalty_alpha"),
+    (dict(dola_layers="high"), "dola_layers"),
+    (dict(cache_implementation="static"), "cache_implementation"),
+    (dict(guidance_scale=1.5), "guidance_scale"),
+    (dict(watermarking_config=SynthIDTextWatermarkingConfig(keys=[1, 2, 3], ngram_len=3)), "watermarking_config"),
+    (dict(assistant_model=random_model()), "assistant_model"),  # found in generate's frame (test above)
+])
+@pytest.mark.parametrize("way", [dict(custom_generate=jacobi_generate),
+                                 dict(custom_generate=FOLDER, trust_remote_code=True)], ids=["callable", "folder"])
+def test_an_argument_generate_would_use_and_this_loop_cannot_is_refused(kwargs, name, way):
+    """Each of generate.REFUSED, and the two stateful logits processors: a ValueError that names the argument, the
+    callable's and the folder's (one check). Without it, generate runs the loop greedily, the argument ignored."""
+    with pytest.raises(ValueError, match=f"cannot take {name}"):
+        generate(random_model(), PROMPTS[0], max_new_tokens=8, **way, **kwargs)
+
+
+def test_what_never_reaches_the_loop():
+    """A streamer given to generate alone (it would get the prompt only; found in generate's frame) is refused, and
+    so is cache_implementation="paged" by the folder: generate runs its continuous batching instead of any loop."""
+    with pytest.raises(ValueError, match="bind it as well"):
+        generate(random_model(), PROMPTS[0], custom_generate=jacobi_generate, streamer=Recorder(), max_new_tokens=8)
+    with pytest.raises(ValueError, match="cannot take cache_implementation"):
+        generate(random_model(), PROMPTS[0], custom_generate=FOLDER, trust_remote_code=True, max_new_tokens=8,
+                 cache_implementation="paged")
+
+
+PROCESSORS = [  # logits processors of the position's prefix, each of which changes the greedy output here
+    dict(min_new_tokens=5, eos_token_id=27), dict(forced_eos_token_id=5), dict(sequence_bias={(27,): -10.0}),
+    dict(exponential_decay_length_penalty=(5, 1.5), eos_token_id=8), dict(encoder_no_repeat_ngram_size=1),
+    dict(suppress_tokens=[27, 21], begin_suppress_tokens=[8]), dict(bad_words_ids=[[33, 33], [26, 40]]),
+    dict(watermarking_config=WatermarkingConfig(bias=5.0)),  # re-seeded from the prefix on every call
+]
+
+
+@pytest.mark.parametrize("kwargs", PROCESSORS + [dict(max_time=60.0), dict(use_cache=False), dict(prefill_chunk_size=2),
+                                    dict(cache_implementation="dynamic")], ids=lambda kwargs: next(iter(kwargs)))
+def test_what_is_honoured_equals_generate(kwargs):
+    """The GenerationConfig fields jacobi_generate keeps: the logits processors that are functions of the prefix, a
+    stopping criterion (max_time), and how the forward is computed."""
+    model = random_model(eos=())
+    for prompt in PROMPTS:
+        reference = generate(model, prompt, do_sample=False, max_new_tokens=30, **kwargs)
+        assert generate(model, prompt, custom_generate=jacobi_generate, block_size=8, max_new_tokens=30,
+                        **kwargs) == reference
+        assert kwargs not in PROCESSORS or reference != generate(model, prompt, do_sample=False, max_new_tokens=30)
+
+
+def test_past_the_context_generate_goes_on_and_jacobi_generate_raises():
+    """The one documented difference (generate.py): where prompt + max_new_tokens passes max_position_embeddings,
+    generate warns and computes the positions past it, jacobi_generate raises as every decoder here does; up to
+    the limit both give the same tokens."""
+    model = tiny_model(eos=[])
+    model.config.max_position_embeddings = len(PROMPTS[0]) + 24
+    reference = generate(model, PROMPTS[0], do_sample=False, max_new_tokens=40)
+    assert len(reference) == 40  # generate went 16 tokens past the limit
+    with pytest.raises(ValueError, match="exceeds the model's context of 31 tokens"):
+        generate(model, PROMPTS[0], custom_generate=jacobi_generate, max_new_tokens=40)
+    assert generate(model, PROMPTS[0], custom_generate=jacobi_generate, max_new_tokens=24) == reference[:24]
+
+
 # Sampling: position-keyed Gumbel noise makes Jacobi sampling equal to the AR sampler
 
 def reference_sampler(model, prompt: list[int], max_new_tokens: int, processors, seed: int, eos=()) -> list[int]:
@@ -303,6 +377,23 @@ def test_generate_sampling_equals_ar_sampler():
     first = generate(model, PROMPTS[0], custom_generate=jacobi_generate, do_sample=True, max_new_tokens=40)
     torch.manual_seed(0)
     assert generate(model, PROMPTS[0], custom_generate=jacobi_generate, do_sample=True, max_new_tokens=40) == first
+
+
+def test_a_sampler_without_a_seed_draws_one():
+    """sampler(seed=None) samples with a seed drawn once from torch's generator (the Decision in `sampler`): not
+    greedy, another sample on every call, the same after torch.manual_seed, and a fixed point like any seed's."""
+    model = random_model(eos=())
+    torch.manual_seed(0)
+    first, second = sampler(1.5, seed=None), sampler(1.5, seed=None)
+    torch.manual_seed(0)
+    assert sampler(1.5, seed=None).seed == first.seed != second.seed
+    samples = [greedy_decode(model, PROMPTS[0], 24, pick=pick).tokens for pick in (first, second)]
+    assert greedy_decode(model, PROMPTS[0], 24).tokens not in samples and samples[0] != samples[1]
+    assert jacobi_decode(model, PROMPTS[0], 8, 24, pick=first).tokens == samples[0]
+    assert greedy_decode(model, PROMPTS[0], 24, pick=sampler(1.5, seed=first.seed)).tokens == samples[0]
+    for bad in (-1, 1.5, "7"):
+        with pytest.raises(ValueError, match="seed must be an integer >= 0"):
+            sampler(seed=bad)
 
 
 @pytest.mark.parametrize("arch", ["qwen2-gqa-tied", "llama-gqa-untied"])

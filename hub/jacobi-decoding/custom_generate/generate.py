@@ -21,17 +21,15 @@ from functools import partial
 from transformers import StoppingCriteriaList, StopStringCriteria
 
 from jacobi_min import jacobi_generate
+from jacobi_min.generate import check_arguments
 
 
 def check_supported(generation_config, assistant_model, kwargs: dict) -> None:
-    """A ValueError for what Jacobi decoding cannot be combined with (beams and batches: jacobi_generate)."""
-    if assistant_model is not None or kwargs.get("prompt_lookup_num_tokens") or kwargs.get("assistant_early_exit"):
-        raise ValueError("jacobi-decoding drafts its own tokens: assisted decoding (assistant_model, "
-                         "prompt_lookup_num_tokens, assistant_early_exit) cannot be combined with it")
-    returns = kwargs.get("num_return_sequences") or getattr(generation_config, "num_return_sequences", None) or 1
-    if returns > 1:
-        raise ValueError(f"jacobi-decoding returns one sequence per prompt, got num_return_sequences={returns}: "
-                         "call generate once per sample, with another seed")
+    """jacobi_generate's ValueError for an argument it cannot take (`REFUSED`), raised before generate runs:
+    generate words some of them its own way (num_return_sequences without sampling) and with
+    cache_implementation="paged" never calls the loop. Batches and padding: jacobi_generate."""
+    config = {} if generation_config is None else vars(generation_config)
+    check_arguments({**config, **kwargs, "assistant_model": assistant_model})
 
 
 def stop_string_criteria(stopping_criteria, stop_strings, tokenizer) -> StoppingCriteriaList:
