@@ -109,15 +109,15 @@ def test_bench_and_sweep_build_their_configs_from_the_arguments(monkeypatch, tmp
     assert capsys.readouterr().out.splitlines() == ["table", "{'row': 1}", "{'row': 1}"]
 
 
-def test_recipe_runs_the_chosen_preset_on_the_chosen_base_and_prints_before_and_after(monkeypatch, tmp_path, capsys):
+def test_recipe_runs_the_chosen_preset_and_prints_before_and_after(monkeypatch, tmp_path, capsys):
     method = {"tpf": 1.0, "speedup": 1.0}
     summary = {"before": {"methods": {"jacobi": method}, "accuracy": 0.5},
                "after": {"methods": {"jacobi": {"tpf": 2.0, "speedup": 1.5}}, "accuracy": 0.25}}
     calls = record(monkeypatch, recipe, "run", returns=summary)
-    main(["recipe", "--preset", "gpu", "--base", "a/model", "--work", str(tmp_path), "--results", str(tmp_path / "r.json")])
-    (cfg, work, results), _ = calls[0]
-    assert cfg == replace(recipe.PRESETS["gpu"], base="a/model")
-    assert (work, results) == (tmp_path, tmp_path / "r.json")
+    main(["recipe", "--preset", "gpu", "--work", str(tmp_path)])
+    main(["recipe", "--preset", "gpu", "--work", str(tmp_path), "--dry-run"])
+    assert [args for args, _ in calls] == [(recipe.PRESETS["gpu"], tmp_path, recipe.RESULTS),
+                                           (recipe.dry_run(recipe.PRESETS["gpu"]), tmp_path, tmp_path / "summary.json")]
     out = capsys.readouterr().out
     assert "TPF 1.00 -> 2.00, speedup 1.00x -> 1.50x" in out and "accuracy 50.0% -> 25.0%" in out
 
@@ -178,10 +178,9 @@ def test_train_base_command_trains_for_the_given_steps(tmp_path, monkeypatch):
     main(["train-base", "--steps", "3", "--out", str(tmp_path)])
     (out, cfg), _ = calls[0]
     assert out == tmp_path and cfg == tiny.BaseConfig(steps=3)
-    main(["train-base", "--steps", "3", "--out", str(tmp_path), "--init", "ckpt", "--lr", "1e-3", "--seed", "2",
-          "--bucket-weights", "0.7", "0.15", "0.15", "--layers", "6"])
-    assert calls[1][0][1] == tiny.BaseConfig(steps=3, init="ckpt", lr=1e-3, seed=2, bucket_weights=(0.7, 0.15, 0.15),
-                                             layers=6)
+    main(["train-base", "--steps", "3", "--out", str(tmp_path), "--init", "ckpt", "--seed", "2",
+          "--bucket-weights", "0.7", "0.15", "0.15"])
+    assert calls[1][0][1] == tiny.BaseConfig(steps=3, init="ckpt", seed=2, bucket_weights=(0.7, 0.15, 0.15))
 
 
 def test_train_base_curriculum_trains_the_shipped_bases_two_stages(tmp_path, monkeypatch):

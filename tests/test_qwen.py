@@ -251,18 +251,6 @@ def test_gsm8k_checker_accepts_the_reference_answer(datasets):
     assert realtasks.gsm8k_correct(realtasks.gsm8k(1)[0]["answer"], realtasks.gsm8k(1)[0]["answer"])
 
 
-def test_humaneval_checker_runs_the_unit_tests(datasets):
-    problem = realtasks.humaneval(1)[0]  # has_close_elements(numbers, threshold)
-    full_function = ("Here you go:\n```python\nfrom typing import List\n\n"
-                     "def has_close_elements(numbers: List[float], threshold: float) -> bool:\n"
-                     "    return any(abs(a - b) < threshold for i, a in enumerate(numbers) for b in numbers[i + 1:])\n"
-                     "```\nThis compares every pair.")
-    assert realtasks.humaneval_passed(problem, problem["canonical_solution"])  # a bare body
-    assert realtasks.humaneval_passed(problem, full_function)
-    assert not realtasks.humaneval_passed(problem, "```python\n    return False\n```")
-    assert not realtasks.humaneval_passed(problem, "    while True:\n        pass\n", timeout=1.0)
-
-
 # --- the real-model recipe ---------------------------------------------------------------------
 
 def test_recipe_trains_the_papers_round_1_with_the_settings_it_had():
@@ -292,7 +280,8 @@ def test_recipe_scores_an_answer_cut_at_the_token_limit_as_unfinished():
     from types import SimpleNamespace
 
     from jacobi_min.tools import recipe
-    model = SimpleNamespace(generation_config=SimpleNamespace(eos_token_id=qwen.EOS_IDS))
+    model = SimpleNamespace(generation_config=SimpleNamespace(eos_token_id=qwen.EOS_IDS),
+                            config=SimpleNamespace(vocab_size=151936))
     assert recipe.finished(model, [5, qwen.EOS_IDS[1]])
     assert not recipe.finished(model, [5, 6]) and not recipe.finished(model, [])
     model.generation_config.eos_token_id = qwen.EOS_IDS[0]

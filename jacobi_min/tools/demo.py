@@ -29,9 +29,8 @@ def trajectory_lines(block: BlockTrajectory, tokenizer, width: int = 110) -> lis
     return lines
 
 
-def run(model, tokenizer, name: str, problems: int = 2, block_size: int = 16, max_new_tokens: int = task.MAX_ANSWER_TOKENS) -> dict:
-    """Decode `problems` held-out problems of each length bucket with AR and Jacobi; print the
-    comparison; return the totals."""
+def run(model, tokenizer, name: str, problems: int = 2, block_size: int = 16, max_new_tokens: int = task.MAX_ANSWER_TOKENS) -> None:
+    """Decode `problems` held-out problems of each length bucket with AR and Jacobi; print the comparison."""
     print(f"model: {name} ({sum(p.numel() for p in model.parameters()) / 1e6:.1f}M parameters), "
           f"block size n = {block_size}, {model.device}, {torch.get_num_threads()} threads, {model.dtype}")
     ar_time = jacobi_time = 0.0
@@ -52,12 +51,11 @@ def run(model, tokenizer, name: str, problems: int = 2, block_size: int = 16, ma
           f"wall-clock speedup over AR {ar_time / jacobi_time:.2f}x")
     print("\ntrajectory of the first block of the first problem:")
     print("\n".join(trajectory_lines(first.blocks[0], tokenizer)))
-    return {"identical": same, "problems": len(held_out), "tpf": tokens / forwards, "speedup": ar_time / jacobi_time}
 
 
 def demo_command(args) -> None:
     for name in args.models:
-        run(*load(name, args.device, dtype_of(args)), name, args.problems, args.block_size)
+        run(*load(name, args.device, dtype_of(args)), name, args.problems)
         print()
 
 
@@ -82,7 +80,6 @@ def add_commands(commands) -> None:
     p.add_argument("--models", nargs="+", default=["base", "jacobi-forcing"], help="embedded names, directories or hub ids")
     device_args(p)
     p.add_argument("--problems", type=at_least(1), default=2, help="held-out problems per length bucket")
-    p.add_argument("--block-size", type=at_least(1), default=16)
     p.set_defaults(run=demo_command)
 
     p = commands.add_parser("animate", help="a GIF of one block of your prompt's answer converging forward by forward, "

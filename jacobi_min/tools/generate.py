@@ -9,7 +9,7 @@ from ..jacobi import DecodeResult, greedy_decode
 from ..model import embedded_names, load
 from ..sampling import Pick, sampler
 from ..utils import eos_ids
-from . import task
+from . import realtasks, task
 from .cli import at_least, dtype_of, model_args, probability
 
 COLORS = ("\033[36m", "\033[33m")  # each forward's chunk in turn: cyan, yellow
@@ -113,18 +113,14 @@ def generate_command(args) -> None:
     embedded = args.model in embedded_names()
     if embedded and not args.raw and not args.chat:
         text = task.as_prompt(text)
-    if args.chat:
-        ids = tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True,
-                                            return_dict=True)["input_ids"]
-    else:
-        ids = tokenizer(text)["input_ids"]
+    ids = realtasks.chat_ids(tokenizer, text) if args.chat else tokenizer(text)["input_ids"]
     if embedded and (unseen := unseen_words(tokenizer, text)):
         print(f"note: {args.model} never saw {', '.join(map(repr, unseen))} in training (its tokenizer splits "
               f"{'it' if len(unseen) == 1 else 'them'}); expect a poor answer. Names it knows: "
               f"{', '.join(task.NAMES[:5])}, …", file=sys.stderr)
     pick = sampler(args.temperature, args.top_k, args.top_p, args.seed)
     run(model, tokenizer, ids, pick, args.block_size, args.blocks, args.pool_size, args.max_new_tokens,
-        color=sys.stdout.isatty() and not args.no_color, compare=args.compare)
+        color=sys.stdout.isatty(), compare=args.compare)
 
 
 def add_commands(commands) -> None:
@@ -145,5 +141,4 @@ def add_commands(commands) -> None:
     p.add_argument("--max-new-tokens", type=at_least(1), default=task.MAX_ANSWER_TOKENS,
                    help="the embedded models' longest answers fit the default")
     p.add_argument("--compare", action="store_true", help="decode again with AR (same sampler): tokens, TPF, tokens/s")
-    p.add_argument("--no-color", action="store_true", help="do not colour each forward's tokens")
     p.set_defaults(run=generate_command)

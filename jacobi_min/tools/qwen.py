@@ -133,21 +133,13 @@ def convert(gguf: Path, out: Path) -> None:
             raise RuntimeError("the converted copy's logits differ from the GGUF-loaded model's")
 
 
-MARKER = "complete.json"  # written last: the size and SHA-256 of every file of a finished copy
+MARKER = "complete.json"  # written last: the size of every file of a finished copy
 
 
 def write_marker(folder: Path) -> None:
     files = sorted(f for f in folder.iterdir() if f.is_file())
-    record = {f.name: {"bytes": f.stat().st_size, "sha256": file_sha256(f)} for f in files}
+    record = {f.name: {"bytes": f.stat().st_size} for f in files}
     (folder / MARKER).write_text(json.dumps(record, indent=1))
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as src:
-        while block := src.read(1 << 24):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def is_complete(folder: Path) -> bool:

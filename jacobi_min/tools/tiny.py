@@ -18,7 +18,7 @@ Three pieces, each rebuilt by `python -m jacobi_min train-base`:
 
 `train-base --init DIR` continues a trained checkpoint instead (its tokenizer
 kept, the weights in float32) for a second warm-up and cosine cycle on freshly
-drawn problems (`--seed`), at its own peak `--lr`. `train-base --curriculum`
+drawn problems (`--seed`). `train-base --curriculum`
 rebuilds the shipped base that way (`CURRICULUM`): short stories first, then the
 full mix from those weights.
 """
@@ -195,14 +195,13 @@ def train_base_command(args) -> None:
     staged = {"steps": args.steps, "init": args.init or None, "seed": args.seed,
               "bucket_weights": tuple(args.bucket_weights) if args.bucket_weights else None}
     given = {name: value for name, value in staged.items() if value is not None}
-    cfg = replace(BaseConfig(), lr=args.lr, layers=args.layers)
     if not args.curriculum:
-        print(train_base(args.out, replace(cfg, **given)))
+        print(train_base(args.out, BaseConfig(**given)))
     elif given:
         flags = ", ".join("--" + name.replace("_", "-") for name in given)
         raise ValueError(f"--curriculum sets each stage's {flags} itself; leave them out")
     else:
-        print(train_curriculum(args.out, cfg))
+        print(train_curriculum(args.out))
 
 
 def add_commands(commands) -> None:
@@ -211,11 +210,9 @@ def add_commands(commands) -> None:
                    help="resumes from OUT/resume.pt when present; jacobi_min/checkpoints/base rebuilds the shipped model")
     p.add_argument("--steps", type=at_least(1), help=f"default {BaseConfig.steps}")
     p.add_argument("--init", default="", help="continue from this checkpoint (its tokenizer kept) with a new warm-up and cosine")
-    p.add_argument("--lr", type=float, default=BaseConfig.lr, help="peak learning rate")
     p.add_argument("--seed", type=int, help=f"seed of the training problems and the order (default {BaseConfig.seed})")
     p.add_argument("--bucket-weights", type=float, nargs=3, metavar=("SHORT", "MEDIUM", "LONG"),
                    help=f"how often each step draws from each length bucket (default {BaseConfig.bucket_weights})")
-    p.add_argument("--layers", type=at_least(1), default=BaseConfig.layers, help="transformer layers of a new model")
     p.add_argument("--curriculum", action="store_true",
                    help="the shipped base's recipe in one command: 900 steps of short stories (seed 0, to "
                         "OUT/short-first), then 3,000 of the full mix from those weights (seed 1, to OUT); ~100 min")
