@@ -49,10 +49,6 @@ def by_method(rows: list[dict]) -> dict[str, list[dict]]:
     return out
 
 
-def bucket_label(length: str, bucket: dict) -> str:
-    return f"{length}\n(mean {bucket['answer_tokens']:.0f} tokens)"
-
-
 def metric_vs_length(results: dict, key: str, ylabel: str):
     """One line per method and block size across the length buckets; error bars: the range over
     chunks of problems where the results hold one (speedups)."""
@@ -72,7 +68,7 @@ def metric_vs_length(results: dict, key: str, ylabel: str):
                 err = [[v - lo for v, (lo, _) in zip(y, lo_hi)], [hi - v for v, (_, hi) in zip(y, lo_hi)]]
             label = method if n is None else f"{method}, n = {n}"
             ax.errorbar(x, y, yerr=err, ls=style, marker="o", capsize=3, color=COLORS[method], label=label)
-    ax.set_xticks(list(x), [bucket_label(b, buckets[b]) for b in names])
+    ax.set_xticks(list(x), [f"{b}\n(mean {buckets[b]['answer_tokens']:.0f} tokens)" for b in names])
     ax.set_xlabel("answer length bucket")
     ax.set_ylabel(ylabel)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))  # beside the data, never over it
@@ -84,8 +80,8 @@ def metric_vs_length(results: dict, key: str, ylabel: str):
 def accuracy_vs_speedup(results: dict):
     """Every method and block size, one panel per length bucket; x error bars: range over chunks."""
     buckets = results["buckets"]
-    fig, axes = plt.subplots(1, len(buckets), figsize=(5 * len(buckets), 4.2), sharey=True)
-    for ax, (length, bucket) in zip(axes if len(buckets) > 1 else [axes], buckets.items()):
+    fig, axes = plt.subplots(1, len(buckets), figsize=(5 * len(buckets), 4.2), sharey=True, squeeze=False)
+    for ax, (length, bucket) in zip(axes[0], buckets.items()):
         for r in bucket["methods"]:
             lo, hi = r["speedup_range"]
             marker = "^" if r["method"] == "prompt lookup" else "s" if r["method"].endswith("MR") else "o"
@@ -94,9 +90,8 @@ def accuracy_vs_speedup(results: dict):
                         label=f"{r['method']} ({r['model']}, n = {r['block_size']})")
         ax.set_xlabel("wall-clock speedup over AR (median, prefill excluded)")
         ax.set_title(f"{length} answers, {bucket['problems']} problems", fontsize=10)
-    axes_list = axes if len(buckets) > 1 else [axes]
-    axes_list[0].set_ylabel("accuracy (%)")
-    handles, labels = axes_list[-1].get_legend_handles_labels()
+    axes[0][0].set_ylabel("accuracy (%)")
+    handles, labels = axes[0][-1].get_legend_handles_labels()
     fig.legend(handles, labels, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, 0), ncol=3)  # below the panels
     return fig
 
