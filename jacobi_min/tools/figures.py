@@ -391,15 +391,14 @@ def stale(results_dir: Path = FIGURES / "results", out_dir: Path = FIGURES) -> l
 
 def figures_command(args) -> None:
     if args.training_logs:
-        write_training_summary(args.training_logs, args.out / "results" / "training_curves.json")
-    print("\n".join(str(p) for p in build(args.out / "results", args.out)))
+        write_training_summary(args.training_logs, FIGURES / "results" / "training_curves.json")
+    print("\n".join(str(p) for p in build()))
 
 
 def add_commands(commands) -> None:
-    p = commands.add_parser("figures", help="rebuild every PNG in figures/ from the results files (seconds)")
-    p.add_argument("--out", type=Path, default=FIGURES,
-                   help="figures folder: reads OUT/results, writes OUT/*.png (default: figures/ of the current folder)")
+    p = commands.add_parser("figures", help="rebuild every PNG in figures/ (of the current folder) from the results "
+                                            "files in figures/results (seconds)")
     p.add_argument("--training-logs", type=Path, metavar="CHECKPOINTS",
                    help="first summarise the train_log.jsonl of CHECKPOINTS/jacobi-forcing and CHECKPOINTS/cllm (as "
-                        "pipeline --out writes them) into OUT/results/training_curves.json")
+                        "pipeline --out writes them) into figures/results/training_curves.json")
     p.set_defaults(run=figures_command)
