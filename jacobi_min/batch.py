@@ -21,10 +21,10 @@ dropped and the rows re-aligned by one gather per layer (a plain cut when all
 rows accepted alike), instead of staying in the cache under a zero mask: a
 masked cache would grow by W every forward, W - acc_r of them masked for row
 r, and every later forward would attend over them all.
-Decision: rows that finish leave the batch, and with `batch` places the next
-waiting prompts join once a quarter of the places are free (one left-padded
+Decision: rows that finish leave the batch, and with a batch of `batch` rows the
+next waiting prompts join once a quarter of its rows are free (one left-padded
 prefill for them all): a static batch shrinks as its rows finish and runs its
-last forwards for its longest answers alone, with places free that waiting
+last forwards for its longest answers alone, with rows free that waiting
 prompts could fill. (Neither choice was timed against its alternative.)
 """
 from collections import deque
@@ -212,7 +212,7 @@ def batch_jacobi_decode(model, prompts, block_size: int = 16, max_new_tokens: in
     pick=pick.for_row(i))`: with pick=sampler(…, seed=s), the sample of seed s + i, i being its index in `prompts`
     also when it joins later, so equal prompts in one batch draw independent samples.
 
-    At most `batch` rows decode at once (default: all); when a quarter of the places are free, the
+    At most `batch` rows decode at once (default: all); when a quarter of them are free, the
     next waiting prompts are prefilled and join (continuous batching). Returns each row's DecodeResult
     (tokens, accepted and fed per forward, blocks with record=True) and the cost of the decoding
     forwards (rows and padded width of each). Block size 1 is batched greedy AR.

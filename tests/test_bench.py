@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import jacobi_min
-from jacobi_min.tools import bench, figures, task, throughput
+from jacobi_min.tools import bench, figures, task, throughput, timing
 from jacobi_min.jacobi import DecodeResult
 from tests.conftest import generate_greedy
 
@@ -27,7 +27,7 @@ def test_results_file_schema(tiny_results):
     results = json.loads(tiny_results.read_text())
     assert set(results) == {"meta", "buckets", "cost_model"}
     assert {"device", "dtype", "threads", "machine", "prefill"} <= set(results["meta"])
-    assert results["meta"]["machine"] == bench.machine()
+    assert results["meta"]["machine"] == timing.machine()
     assert {"torch", "transformers"} <= set(results["meta"]["machine"])
     assert list(results["buckets"]) == list(task.BUCKETS)
     assert len(results["cost_model"]["k"]) == len(results["cost_model"]["latency_s"]) == 6
@@ -174,7 +174,7 @@ def test_multiblock_sweep_tiny(tmp_path):
         (n, *s) for n in (4, 8) for s in settings]
     assert all(r["tpf"] >= 1.0 and r["speedup"] > 0 for r in rows)
     saved = json.loads((tmp_path / "sweep.json").read_text())
-    assert (saved["rows"], saved["threads"], saved["machine"]) == (rows, 1, bench.machine())
+    assert (saved["rows"], saved["threads"], saved["machine"]) == (rows, 1, timing.machine())
     torch.set_num_threads(2)
     try:
         in_process = bench.sweep(replace(cfg, block_sizes=[4], blocks=[2], pool_sizes=[4], workers=1),
@@ -192,10 +192,10 @@ def test_machine_reads_the_first_processor_of_cpuinfo(tmp_path):
     path = tmp_path / "cpuinfo"
     path.write_text("processor\t: 0\nmodel name\t: Test CPU: v2 @ 2.0GHz\ncpu family\t: 6\nmodel\t\t: 207\n"
                     "\nprocessor\t: 1\nmodel name\t: Other CPU\n")
-    assert bench.cpuinfo(path) == {"processor": "0", "model name": "Test CPU: v2 @ 2.0GHz", "cpu family": "6",
+    assert timing.cpuinfo(path) == {"processor": "0", "model name": "Test CPU: v2 @ 2.0GHz", "cpu family": "6",
                                    "model": "207"}
-    assert bench.cpuinfo(tmp_path / "absent") == {}
-    info = bench.machine()
+    assert timing.cpuinfo(tmp_path / "absent") == {}
+    info = timing.machine()
     assert info["cpus"] == os.cpu_count() and info["torch"] == torch.__version__ and info["cpu"]
 
 
@@ -205,7 +205,7 @@ def test_cost_model_command(tmp_path):
     main(["cost-model", "--model", "base", "--ks", "1", "2", "8", "--context", "4", "--out", str(out)])
     costs = json.loads(out.read_text())
     assert costs["k"] == [1, 2, 8] and costs["context"] == 4 and costs["meta"]["model"] == "base"
-    assert costs["meta"]["machine"] == bench.machine()
+    assert costs["meta"]["machine"] == timing.machine()
     assert len(costs["latency_s"]) == 3 and all(t > 0 for t in costs["latency_s"])
 
 
@@ -233,14 +233,14 @@ def test_predicted_speedup_by_hand_with_extrapolation():
     """L(1) = 1, L(2) = 1.5, L(4) = 2 ms: slope (2 - 1) / (4 - 1) = 1/3 per token beyond k = 4, so L(7) = 3.
     Forwards fed 4, 2 and 7 tokens for 9 tokens: speedup = 9 · L(1) / (2 + 1.5 + 3) = 9 / 6.5."""
     ks, latency = [1, 2, 4], [1.0, 1.5, 2.0]
-    assert bench.predicted_speedup([4, 2, 7], 9, latency, ks) == pytest.approx(9 / 6.5)
-    assert bench.predicted_speedup([1] * 5, 5, latency, ks) == pytest.approx(1.0)  # AR: one token a forward
+    assert timing.predicted_speedup([4, 2, 7], 9, latency, ks) == pytest.approx(9 / 6.5)
+    assert timing.predicted_speedup([1] * 5, 5, latency, ks) == pytest.approx(1.0)  # AR: one token a forward
 
 
 def test_predicted_speedup_interpolates_between_measured_k():
     """L(1) = 1, L(2) = 1.5, L(4) = 2 ms: L(3) lies halfway between L(2) and L(4), 1.75.
     Forwards fed 3 and 3 tokens for 6 tokens: speedup = 6 · L(1) / (1.75 + 1.75) = 6 / 3.5."""
-    assert bench.predicted_speedup([3, 3], 6, [1.0, 1.5, 2.0], [1, 2, 4]) == pytest.approx(6 / 3.5)
+    assert timing.predicted_speedup([3, 3], 6, [1.0, 1.5, 2.0], [1, 2, 4]) == pytest.approx(6 / 3.5)
 
 
 def test_summarise_by_hand():
@@ -270,10 +270,10 @@ def test_batched_throughput_by_hand():
 def test_batched_throughput_runs_end_to_end(tmp_path):
     """Both decoders at each B on a few problems, the file written; the table has a row per bucket and B."""
     out = tmp_path / "throughput.json"
-    cfg = throughput.ThroughputConfig(batches=[1, 2], problems=2, lengths=["short"], workers=1, cost_ks=[1, 2, 4, 8])
+    cfg = throughput.ThroughputConfig(batch=[1, 2], problems=2, lengths=["short"], workers=1, cost_ks=[1, 2, 4, 8])
     results = throughput.run(cfg, out)
     assert json.loads(out.read_text()) == results
-    assert results["config"]["batches"] == [1, 2] and list(results["buckets"]) == ["short"]
+    assert results["config"]["batch"] == [1, 2] and list(results["buckets"]) == ["short"]
     rows = results["buckets"]["short"]
     assert set(rows) == {"1", "2"}
     assert rows["1"]["forwards"]["AR"] > rows["2"]["forwards"]["AR"]  # two rows share each AR forward at B = 2
@@ -290,5 +290,5 @@ def test_bench_batch_runs_the_throughput_benchmark(monkeypatch, tmp_path, capsys
     main(["bench", "--batch", "1", "8", "--lengths", "long", "--workers", "1"])
     main(["bench", "--batch", "4", "--problems", "9", "--out", str(tmp_path / "t.json")])
     (first, out1), (second, out2) = calls
-    assert (first.batches, first.problems, first.lengths, first.workers, out1) == ([1, 8], 128, ["long"], 1, throughput.OUT)
-    assert (second.batches, second.problems, out2) == ([4], 9, tmp_path / "t.json")
+    assert (first.batch, first.problems, first.lengths, first.workers, out1) == ([1, 8], 128, ["long"], 1, throughput.OUT)
+    assert (second.batch, second.problems, out2) == ([4], 9, tmp_path / "t.json")

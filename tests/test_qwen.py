@@ -48,7 +48,7 @@ def test_a_missing_optional_package_fails_under_ci_and_skips_elsewhere(monkeypat
 def qwen_model():
     """The converted copy in float32 (converted on first use)."""
     require(*MODEL_PACKAGES)
-    return jacobi_min.load(qwen.ALIAS)
+    return jacobi_min.load(qwen.local_dir())
 
 
 @pytest.fixture
@@ -66,7 +66,7 @@ def task_prompts(qwen_model):
 
 # --- the offline route -------------------------------------------------------------------------
 
-def test_alias_loads_the_real_qwen(qwen_model):
+def test_the_local_copy_loads_the_real_qwen(qwen_model):
     model, tokenizer = qwen_model
     assert type(model).__name__ == "Qwen2ForCausalLM" and model.dtype == torch.float32
     assert (model.config.num_hidden_layers, model.config.hidden_size, model.config.vocab_size) == (24, 896, 151936)

@@ -108,34 +108,29 @@ def test_save_checkpoint_writes_half_precision_and_leaves_the_model_as_it_was(tm
 
 def test_pipeline_runs_end_to_end_on_a_few_prompts_and_resumes(tmp_path, monkeypatch):
     """Four rounds (rounds 3 and 4: two seeds side by side and two continuations, each pair averaged), the
-    CLLM baseline under the same two-phase schedule (the default stage), and the ablation (stage "all");
-    a rerun after an interruption resumes after the finished stages (it collects nothing and leaves
-    their files untouched) and ends with the same weights; a rerun with other training settings in
-    the same folder is refused instead of reusing the finished stages."""
+    CLLM baseline under the same two-phase schedule (the default stage); a rerun after an interruption
+    resumes after the finished stages (it collects nothing and leaves their files untouched) and ends with
+    the same weights; a rerun with other training settings in the same folder is refused instead of
+    reusing the finished stages."""
     tiny = TrainConfig(steps=3, batch_size=2)
     late = pipeline.Round(32, replace(tiny, lr=1e-4, lam=30.0), runs=2, right_only=True,
                           polishes={"ar": replace(tiny, steps=2, consistency_on=()), "long": replace(tiny, steps=2)})
     rounds = (pipeline.Round(16, replace(tiny, lr=5e-4)), pipeline.Round(32, replace(tiny, lr=2e-4, lam=20.0)), late,
               replace(late, block=16))
-    cfg = pipeline.PipelineConfig(train_prompts=4, rounds=rounds, cllm_lam=7.0, ablation={"progressive": {}, "λ = 2": {"lam": 2.0}},
-                                  ablation_seeds=2, ablation_steps=2, ablation_problems=1, check=HeldOutCheck(every=10**9, problems=2),
-                                  out=tmp_path / "out", results=tmp_path / "results")
+    cfg = pipeline.PipelineConfig(train_prompts=4, rounds=rounds, cllm_lam=7.0, check=HeldOutCheck(every=10**9, problems=2),
+                                  out=tmp_path / "out")
     first = pipeline.run(cfg, tmp_path / "work", stage="jacobi-forcing")  # "interrupted" after Jacobi Forcing
     weights = jacobi_min.load(cfg.out / "jacobi-forcing")[0].state_dict()
     (tmp_path / "work" / "round2.jsonl").write_text("")  # a finished stage is read back, not redone
     finished = {p: p.stat().st_mtime_ns for p in (tmp_path / "work").iterdir()}
     monkeypatch.setattr(pipeline, "collect", lambda *args: pytest.fail("a finished collection ran again"))
-    models = pipeline.run(cfg, tmp_path / "work")  # the default: both checkpoints, no ablation
+    models = pipeline.run(cfg, tmp_path / "work")  # the default: both checkpoints
     assert all(p.stat().st_mtime_ns == mtime for p, mtime in finished.items())
     rounds = {"round1", "train_round1", "round2", "train_round2"} | {
         f"{prefix}round{i}{suffix}" for i in (3, 4) for prefix, suffix in
         (("", ""), ("train_", "_s0"), ("train_", "_s1"), ("", "_polish_ar"), ("", "_polish_long"))}
     assert set(models) == {*rounds, "cllm_phase1", "cllm_phase2"}
-    assert not (cfg.results / "ablation.json").exists()
-    times = pipeline.run(cfg, tmp_path / "work", stage="all")
-    assert set(times) == {*models, "ablation"} and all(times[k] == v for k, v in models.items())
-    assert set(first) == rounds  # no ablation in that stage
-    assert all(times[k] == v for k, v in first.items())
+    assert set(first) == rounds and all(models[k] == v for k, v in first.items())
     again = jacobi_min.load(cfg.out / "jacobi-forcing")[0].state_dict()
     assert all(torch.equal(weights[k], again[k]) for k in weights)
     round1 = trajectories.load(tmp_path / "work" / "round1.jsonl")
@@ -155,8 +150,6 @@ def test_pipeline_runs_end_to_end_on_a_few_prompts_and_resumes(tmp_path, monkeyp
     cllm = json.loads((cfg.out / "cllm" / "train_config.json").read_text())
     assert cllm["phase1"]["lr"] == cllm["config"]["lr"] == 5e-4 and cllm["phase1"]["method"] == cllm["config"]["method"] == "cllm"
     assert cllm["config"]["label_smoothing"] == pipeline.RECIPE["cllm"]["label_smoothing"]
-    ablation = json.loads((cfg.results / "ablation.json").read_text())
-    assert {name: [r["seed"] for r in runs] for name, runs in ablation["runs"].items()} == {"progressive": [0, 1], "λ = 2": [0]}
     with pytest.raises(ValueError, match=r"stage 'train_round1' made with other settings \(round1.config.seed, train_round1.seed differ\)"):
         pipeline.run(pipeline.with_training(cfg, 1), tmp_path / "work", stage="jacobi-forcing")  # would reuse seed 0's
 

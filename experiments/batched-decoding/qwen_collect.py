@@ -8,10 +8,10 @@ import torch
 
 import jacobi_min
 from jacobi_min import trajectories
-from jacobi_min.tools import recipe
-from jacobi_min.tools.bench import machine
+from jacobi_min.tools import qwen, recipe
+from jacobi_min.tools.timing import machine
 
-model, tokenizer = jacobi_min.load("qwen2.5-coder-0.5b-instruct")
+model, tokenizer = jacobi_min.load(qwen.local_dir())
 cfg = recipe.PRESETS["cpu"]
 ids = recipe.question_ids(tokenizer, cfg, 0, int(sys.argv[1]))
 rows, first = [], None

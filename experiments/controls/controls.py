@@ -27,12 +27,17 @@ figure groups the arms as PANELS does.
 Held-out accuracy is scored during training (steps 0, 50, 100, 200 and the
 last, on `eval_problems` mixed problems) and, at the end, per length bucket on
 the benchmark's first `problems` problems (`bench.scores`' problems, the same
-`train.evaluate`). Arms run one per one-thread process; each keeps a snapshot
+`evaluate`). Arms run one per one-thread process; each keeps a snapshot
 every 100 steps and its finished result in the work folder, so a rerun resumes.
+
+The arms train with the settings the controls had when they ran (figures/results/controls.json
+records them): torch's AdamW ε 1e-8 and every schedule from block 0, not the shipped recipe's
+ε 1e-4 and random offset.
 """
 import argparse
 import json
 from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -40,16 +45,17 @@ import matplotlib.pyplot as plt
 from jacobi_min.model import load
 from jacobi_min.tools import task
 from jacobi_min.tools.cli import at_least
-from jacobi_min.tools.evaluate import evaluate, train_and_check
+from jacobi_min.tools.evaluate import HeldOutCheck, evaluate, train_and_check
 from jacobi_min.tools.figures import save
-from jacobi_min.tools.pipeline import PipelineConfig, Work, collect
-from jacobi_min.train import CLLM, TrainConfig
-from jacobi_min.utils import SHARED, atomic_write, pmap
+from jacobi_min.tools.pipeline import RECIPE, PipelineConfig, Work, collect
+from jacobi_min.train import TrainConfig
+from jacobi_min.utils import atomic_write, pmap
 
 HERE = Path(__file__).parent
 
 REFERENCE = {"lam": 10.0, "lr": 1e-4}
 OLD_RECIPE = {"lam": 3.0, "lr": 5e-4}  # round 1 of the models this round replaced
+CLLM = {key: RECIPE["cllm"][key] for key in ("method", "label_smoothing")}  # CLLM's trainer, at the arm's λ
 ARMS = {  # name -> (training prompts, TrainConfig settings)
     "base (no training)": (1500, {"steps": 0}),
     "old recipe (λ 3, lr 5e-4)": (1500, OLD_RECIPE),
@@ -96,23 +102,24 @@ class ControlsConfig:
 
 def arm_config(cfg: ControlsConfig, name: str) -> TrainConfig:
     settings = cfg.arms[name][1]
-    return replace(TrainConfig(steps=cfg.steps, batch_size=cfg.batch_size, eval_problems=cfg.eval_problems,
-                               save_every=100), **settings)
+    return replace(TrainConfig(steps=cfg.steps, batch_size=cfg.batch_size, save_every=100, adam_eps=1e-8,
+                               random_offset=False), **settings)
 
 
 def slug(name: str) -> str:
     return "".join(c if c.isalnum() else "-" for c in name).strip("-")
 
 
-def run_arm(name: str) -> dict:
+def run_arm(cfg: ControlsConfig, folder: Path, traj: list[dict], name: str) -> dict:
     """Train one arm from the base model (resuming a snapshot), then score it per bucket."""
-    cfg, folder, traj = SHARED["controls"]
     path = folder / f"{slug(name)}.json"
     if path.exists():
         return json.loads(path.read_text())
     prompts, config = cfg.arms[name][0], arm_config(cfg, name)
     model, tokenizer = load(cfg.base)
-    log = train_and_check(model, tokenizer, traj[:prompts], config, progress=False, resume=folder / f"{slug(name)}.resume.pt")
+    check = HeldOutCheck(every=200, problems=cfg.eval_problems, block_size=cfg.block_size)
+    log = train_and_check(model, tokenizer, traj[:prompts], config, check=check, progress=False,
+                          resume=folder / f"{slug(name)}.resume.pt")
     scores = {length: evaluate(model, tokenizer, task.problems("test", cfg.problems, seed=0, length=length),
                                cfg.block_size, progress=False) for length in task.BUCKETS}
     kept = [r for r in log if "accuracy" in r or r["step"] % 20 == 0]  # the scores, and the losses every 20 steps
@@ -128,9 +135,8 @@ def run(cfg: ControlsConfig = ControlsConfig(), folder: Path = Path("runs/contro
     model, tokenizer = load(cfg.base)
     traj = work.trajectories("round1", lambda: collect(model, tokenizer, replace(
         PipelineConfig(), train_prompts=need, workers=cfg.workers, base=cfg.base), 16, "trajectories n=16 (base)"))
-    SHARED["controls"] = (cfg, folder, traj)
     names = list(cfg.arms)
-    results = dict(zip(names, pmap(run_arm, names, cfg.workers, "controls")))
+    results = dict(zip(names, pmap(partial(run_arm, cfg, folder, traj), names, cfg.workers, "controls")))
     summary = {"steps": cfg.steps, "batch_size": cfg.batch_size, "eval_problems": cfg.eval_problems,
                "problems": cfg.problems, "block_size": cfg.block_size, "arms": results}
     cfg.results.parent.mkdir(parents=True, exist_ok=True)

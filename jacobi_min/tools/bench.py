@@ -5,10 +5,7 @@ Metrics (as the paper defines them; the words are explained on docs/results.md):
 - TPS = generated tokens / generation time; reported with the prefill excluded (each
   prompt's prefill forward is timed on its own and subtracted) and included;
 - speedup = TPS(method) / TPS(AR greedy with KV cache), same model size, dtype, device;
-- cost model: L(k) = latency of one forward of k new tokens on a cached context,
-  in steady state on the decoder's own path (forward + argmax + crop, warm,
-  median of many repeats); predicted speedup = (tokens · L(1)) / Σ_forwards L(tokens fed),
-  which is TPF · L(1) / L(n_eff) when every forward feeds n_eff tokens.
+- cost model: L(k) and the predicted speedup (timing.py).
 
 Every length bucket (`task.BUCKETS`) gets its own held-out problems and runs
 in its own CPU process of one thread (`workers` at a time); within a process
@@ -23,26 +20,23 @@ AR is the timed AR row; the trained models' AR runs untimed).
 Commands: `bench`, `sweep`, `eval` (held-out scores of any models) and `cost-model`.
 """
 import json
-import os
-import platform
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 
-import numpy as np
 import torch
-import transformers
 from tqdm import tqdm
-from transformers import DynamicCache
 
-from ..jacobi import DecodeResult, forward_argmax, greedy_decode, jacobi_decode
+from ..jacobi import DecodeResult, greedy_decode, jacobi_decode
 from ..model import load
 from ..multiblock import multiblock_decode
-from ..utils import SHARED, num_threads, pmap
-from . import task
+from ..utils import num_threads, pmap
+from . import task, throughput
 from .cli import at_least, device_args, dtype_of, model_args, probability, with_model
 from .evaluate import evaluate
+from .timing import cost_model, machine, predicted_speedup, prefill_time, timed, timed_threads
 
 RESULTS = Path("figures/results")  # relative to the current folder: a clone's own results
 BENCHMARK_OUT, SWEEP_OUT = RESULTS / "benchmark.json", RESULTS / "multiblock_sweep.json"
@@ -116,84 +110,6 @@ def methods(models: dict, cfg: BenchConfig) -> list[dict]:
     return rows
 
 
-def sync() -> None:
-    """Wait for queued GPU work, so wall-clock times cover it."""
-    if torch.cuda.is_available():
-        torch.cuda.synchronize()
-
-
-def timed_threads(workers: int) -> int:
-    """Threads each timed run gets: `pmap` gives each of several workers one, or runs in this process on its own."""
-    return 1 if workers > 1 else torch.get_num_threads()
-
-
-def machine() -> dict:
-    """What a timing depends on beyond the code: the CPU (as /proc/cpuinfo names it, with its family /
-    model / stepping, since a virtual machine may report a generic name), its core count, the vector
-    instructions torch dispatches to, and the library versions."""
-    info = cpuinfo()
-    return {"cpu": info.get("model name") or platform.processor() or platform.machine(),
-            "cpu_id": "/".join(info.get(k, "?") for k in ("cpu family", "model", "stepping")),
-            "cache": info.get("cache size", "?"), "cpus": os.cpu_count(),
-            "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
-            "python": platform.python_version(), "torch": torch.__version__, "transformers": transformers.__version__}
-
-
-def cpuinfo(path: Path = Path("/proc/cpuinfo")) -> dict:
-    """The first processor's `key: value` lines of /proc/cpuinfo; empty where there is no such file."""
-    if not path.exists():
-        return {}
-    first = path.read_text().split("\n\n")[0]
-    return {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in first.splitlines())}
-
-
-def timed(fn, *args):
-    sync()
-    start = time.perf_counter()
-    result = fn(*args)
-    sync()
-    return result, time.perf_counter() - start
-
-
-@torch.inference_mode()
-def prefill_time(model, ids: list[int]) -> float:
-    x = torch.tensor([ids], device=model.device)
-    return timed(lambda: model(input_ids=x))[1]
-
-
-@torch.inference_mode()
-def cost_model(model, ks: list[int], context: int = 160, repeats: int = 30, warmup: int = 5) -> list[float]:
-    """L(k) in seconds, in steady state: the median over `repeats` of one decoding step of k
-    tokens on `context` cached tokens (forward + argmax + crop, as the decoder does), after
-    `warmup` untimed steps."""
-    ids = torch.arange(context, device=model.device)[None] % model.config.vocab_size
-    cache = DynamicCache(config=model.config)
-    model(input_ids=ids, past_key_values=cache, use_cache=True)
-    latencies = []
-    for k in tqdm(ks, desc="cost model L(k)"):
-        block = [(7 * i) % model.config.vocab_size for i in range(k)]
-        runs = []
-        for r in range(warmup + repeats):
-            seconds = timed(forward_argmax, model, block, cache)[1]
-            cache.crop(-k)  # back to the context, as a rejected draft is
-            runs.append(seconds)
-        latencies.append(statistics.median(runs[warmup:]))
-    return latencies
-
-
-def forwards_cost(fed: list[int], latency: list[float], ks: list[int]) -> float:
-    """Σ_f L(fed_f) for measured L(k), ks ascending: L interpolated linearly between the measured k, and
-    extrapolated beyond the largest at the mean slope of the measured range."""
-    fed = np.asarray(fed, dtype=float)
-    slope = (latency[-1] - latency[0]) / max(1, ks[-1] - ks[0])
-    return float((np.interp(fed, ks, latency) + slope * np.maximum(fed - ks[-1], 0)).sum())
-
-
-def predicted_speedup(fed: list[int], tokens: int, latency: list[float], ks: list[int]) -> float:
-    """(tokens · L(1)) / Σ_f L(fed_f), ks ascending from 1 (AR spends L(1) on each token)."""
-    return tokens * latency[0] / forwards_cost(fed, latency, ks)
-
-
 def summarise(row: dict, ar: dict, latency, ks) -> dict:
     """One method's table row; speedups per chunk against AR's chunk, prefill excluded and included."""
     tps = [t / s for t, s, _ in row["chunks"]]
@@ -227,9 +143,8 @@ def record(row: dict, result: DecodeResult, seconds: float, prefill: float, corr
         row["hist"][str(a)] = row["hist"].get(str(a), 0) + 1
 
 
-def run_bucket(length: str) -> dict:
+def run_bucket(cfg: BenchConfig, length: str) -> dict:
     """Every method on cfg.problems held-out problems of one length bucket: the raw totals."""
-    cfg = SHARED["bench"]
     dtype = getattr(torch, cfg.dtype)
     models = {name: load(name, cfg.device, dtype)[0] for name in MODELS}
     tokenizer = load("base")[1]
@@ -259,9 +174,8 @@ def run_bucket(length: str) -> dict:
 
 def run(cfg: BenchConfig = BenchConfig(), out: Path | None = BENCHMARK_OUT) -> dict:
     """Run every method on every length bucket; write and return the results."""
-    SHARED["bench"] = cfg
     workers = cfg.workers if cfg.device == "cpu" else 1
-    raw = pmap(run_bucket, cfg.lengths, workers, "length buckets")
+    raw = pmap(partial(run_bucket, cfg), cfg.lengths, workers, "length buckets")
     with num_threads(timed_threads(workers)):  # L(k) on the timed runs' threads
         latency = cost_model(load("base", cfg.device, getattr(torch, cfg.dtype))[0], cfg.cost_ks, cfg.cost_context)
     buckets = {}
@@ -300,22 +214,21 @@ def format_table(results: dict) -> str:
     return "\n".join(lines)
 
 
-def score_job(job: tuple[str, str]) -> dict:
-    """`train.evaluate` of one model on the held-out problems of one length bucket."""
+def score_job(problems: int, block_size: int, seed: int, device: str, job: tuple[str, str]) -> dict:
+    """`evaluate` of one model on `problems` held-out problems of one length bucket."""
     name, length = job
-    cfg = SHARED["scores"]
-    model, tokenizer = load(name, cfg["device"])
-    problems = task.problems("test", cfg["problems"], seed=cfg["seed"], length=length)
-    return evaluate(model, tokenizer, problems, cfg["block_size"], progress=False)
+    model, tokenizer = load(name, device)
+    held_out = task.problems("test", problems, seed=seed, length=length)
+    return evaluate(model, tokenizer, held_out, block_size, progress=False)
 
 
 def scores(models: list[str], lengths: list[str], problems: int, block_size: int = 16, workers: int = 2,
            seed: int = 0, device: str = "cpu") -> list[dict]:
     """For each model, {length: held-out accuracy, TPF of greedy Jacobi at `block_size`, repetition},
     on the benchmark's problems (the same `seed`), one (model, length) job per one-thread process."""
-    SHARED["scores"] = {"problems": problems, "block_size": block_size, "seed": seed, "device": device}
     jobs = [(name, length) for name in models for length in lengths]
-    results = iter(pmap(score_job, jobs, min(workers, len(jobs)) if device == "cpu" else 1, "evaluate"))
+    job = partial(score_job, problems, block_size, seed, device)
+    results = iter(pmap(job, jobs, min(workers, len(jobs)) if device == "cpu" else 1, "evaluate"))
     return [{length: next(results) for length in lengths} for _ in models]
 
 
@@ -339,8 +252,8 @@ def sweep_settings(cfg: SweepConfig, n: int) -> list[tuple]:
             if (k > 1 or r == cfg.spawn_ratios[0]) and (not official or k > 1 or pool > 0)]
 
 
-def sweep_block_size(n: int) -> list[dict]:
-    cfg = SHARED["sweep"]
+def sweep_block_size(cfg: SweepConfig, n: int) -> list[dict]:
+    """Every setting of the sweep at block size n: TPF and speedup over AR."""
     model, tokenizer = load(cfg.model)
     prompts = [tokenizer(p.prompt)["input_ids"] for p in task.problems("test", cfg.problems, length=cfg.length)]
     rows = []
@@ -362,8 +275,8 @@ def sweep(cfg: SweepConfig = SweepConfig(), out: Path | None = SWEEP_OUT) -> lis
     """TPF and speedup over AR of multi-block + recycling for every (n, K, r, pool), ours and the
     official variant, on one model and length bucket: one one-thread process per block size, or with
     `workers` = 1 all of them in this process, on all its threads (the thread count is in `out`)."""
-    SHARED["sweep"] = cfg
-    rows = [row for part in pmap(sweep_block_size, cfg.block_sizes, cfg.workers, "multi-block sweep") for row in part]
+    parts = pmap(partial(sweep_block_size, cfg), cfg.block_sizes, cfg.workers, "multi-block sweep")
+    rows = [row for part in parts for row in part]
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps({"model": cfg.model, "problems": cfg.problems, "length": cfg.length,
@@ -373,9 +286,8 @@ def sweep(cfg: SweepConfig = SweepConfig(), out: Path | None = SWEEP_OUT) -> lis
 
 
 def bench_command(args) -> None:
-    if args.batch:  # batched throughput: its own module, which reuses this one's timing and cost model
-        from . import throughput
-        cfg = throughput.ThroughputConfig(batches=args.batch, problems=args.problems or throughput.ThroughputConfig.problems,
+    if args.batch:  # batched throughput: its own module
+        cfg = throughput.ThroughputConfig(batch=args.batch, problems=args.problems or throughput.ThroughputConfig.problems,
                                           lengths=args.lengths, workers=args.workers)
         return print(throughput.format_table(throughput.run(cfg, args.out or throughput.OUT)))
     cfg = BenchConfig(problems=args.problems or BenchConfig.problems, lengths=args.lengths, block_sizes=args.block_sizes,

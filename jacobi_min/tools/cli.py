@@ -1,6 +1,6 @@
 """The pieces every command line shares: the --model / --device / --dtype arguments,
-argparse types that reject bad values with a clear message, and the wrapper that loads
-a command's model.
+argparse types that reject bad values with a clear message, and the loading of a command's
+model (where the real Qwen's alias names its local copy).
 
 Each module that owns a command registers it in its `add_commands(commands)`: one
 subparser with its arguments and `set_defaults(run=<entry function>)`; `__main__`
@@ -12,6 +12,7 @@ import functools
 import torch
 
 from ..model import load
+from . import qwen
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 MODEL_HELP = "embedded name (base, jacobi-forcing, cllm), qwen2.5-coder-0.5b-instruct, directory or hub id"
@@ -33,12 +34,18 @@ def dtype_of(args) -> torch.dtype:
     return DTYPES[args.dtype or ("bfloat16" if args.device.startswith("cuda") else "float32")]
 
 
+def load_model(name, device: str = "cpu", dtype: torch.dtype = torch.float32):
+    """`jacobi_min.load(name, device, dtype)`, where the alias `qwen.ALIAS` names the real Qwen's local
+    copy (`qwen.local_dir()`, built on first use)."""
+    return load(qwen.local_dir() if str(name) == qwen.ALIAS else name, device, dtype)
+
+
 def with_model(command):
     """An entry function `command(args, model, tokenizer)` as one that takes `args` only and loads
     --model on --device in --dtype first."""
     @functools.wraps(command)
     def run(args):
-        return command(args, *load(args.model, args.device, dtype_of(args)))
+        return command(args, *load_model(args.model, args.device, dtype_of(args)))
     return run
 
 

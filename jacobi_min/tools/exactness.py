@@ -22,7 +22,7 @@ included on both sides).
 
 Usage (the fp32 acceptance run: 20 prompts, 128 tokens):
 
-    model, tok = jacobi_min.load("qwen2.5-coder-0.5b-instruct")
+    model, tok = jacobi_min.load(qwen.local_dir())
     report = exactness(model, tok, realtasks.prompts(tok, 10, 10), [4, 16, 64], 128,
                        multiblock_sizes=[16])
     report["methods"]["jacobi n=16"]["exact"], report["methods"]["jacobi n=16"]["total"]

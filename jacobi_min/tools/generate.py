@@ -6,11 +6,11 @@ from functools import partial
 
 from ..generate import decode
 from ..jacobi import DecodeResult, greedy_decode
-from ..model import embedded_names, load
+from ..model import embedded_names
 from ..sampling import Pick, sampler
 from ..utils import eos_ids
 from . import realtasks, task
-from .cli import at_least, dtype_of, model_args, probability
+from .cli import at_least, dtype_of, load_model, model_args, probability
 
 COLORS = ("\033[36m", "\033[33m")  # each forward's chunk in turn: cyan, yellow
 RESET = "\033[0m"
@@ -107,7 +107,7 @@ def generate_command(args) -> None:
         print("error: the prompt is empty: give a question, e.g. python -m jacobi_min generate \"Mia has 3 apples. "
               "She buys 4 more. How many apples does she have?\"", file=sys.stderr)
         sys.exit(2)
-    model, tokenizer = load(args.model, args.device, dtype_of(args))
+    model, tokenizer = load_model(args.model, args.device, dtype_of(args))
     if args.chat and not tokenizer.chat_template:
         sys.exit(f"error: --chat: the tokenizer of {args.model} has no chat template")
     embedded = args.model in embedded_names()

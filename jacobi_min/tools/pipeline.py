@@ -8,17 +8,14 @@ from round 1. `ROUNDS` says what each round trains on; `progressive_round` runs 
     continue the average with each of `polishes` (50 steps) and average again: θ = ½(θ_ar(θ̄) + θ_long(θ̄))
 
 Rounds 1 to 3 make the shipped model; `--rounds 5` adds rounds 4 and 5 (they failed their seed check:
-docs/results.md). CLLM's trainer runs on round 1's trajectories for rounds 1 and 2's steps; `--stage all`
-adds the ablation.
+docs/results.md). CLLM's trainer runs on round 1's trajectories for rounds 1 and 2's steps.
 
 Decision: the official recipe is two rounds (lr 1e-5, then 1e-6) on a 7B model; a tiny model needs
 higher learning rates, AdamW ε = 1e-4, a random offset, a third round on right answers only, weight
 averaging and the polishes to reach ~4 tokens per forward (each measured in docs/results.md).
 """
 import copy
-import hashlib
 import json
-import multiprocessing as mp
 import sys
 import time
 from argparse import BooleanOptionalAction
@@ -29,13 +26,12 @@ from pathlib import Path
 import torch
 
 from .. import trajectories
-from ..model import load
-from ..train import BUCKETS, METHODS, TrainConfig, save_checkpoint, train
+from ..train import BUCKETS, METHODS, TrainConfig, save_checkpoint
 from ..trajectories import SCHEDULES
-from ..utils import SHARED, atomic_write, pmap
+from ..utils import atomic_write, pmap
 from . import task
-from .cli import at_least, device_args, model_args, with_model
-from .evaluate import HeldOutCheck, evaluate, is_correct, prompt_ids, train_and_check
+from .cli import at_least, device_args, load_model, model_args, with_model
+from .evaluate import HeldOutCheck, is_correct, prompt_ids, train_and_check
 
 
 @dataclass
@@ -68,12 +64,6 @@ def late_round(block: int) -> Round:
 ROUNDS = (Round(16, TrainConfig(**RECIPE["round 1"])), Round(32, TrainConfig(**RECIPE["round 2"])),  # n = 16, then 32
           late_round(32), late_round(16), late_round(16))  # 3: the shipped model; 4 and 5 with `--rounds 5`
 SHIPPED = 3  # the shipped model is round 3's: rounds 4 and 5 lost 0.58 points on short answers (docs/results.md)
-ABLATION = {  # variant -> TrainConfig changes from round 1
-    "progressive": {}, "random": {"schedule": "random"}, "reverse": {"schedule": "reverse"},
-    "progressive, offset 0": {"random_offset": False},
-    "λ = 3": {"lam": 3.0}, "λ = 30": {"lam": 30.0},
-}
-SEEDED = ("progressive", "random", "reverse")
 
 
 @dataclass
@@ -82,23 +72,18 @@ class PipelineConfig:
     train_prompts: int = 4000
     max_new_tokens: int = task.MAX_ANSWER_TOKENS
     cllm_lam: float = RECIPE["cllm"]["lam"]  # the CLLM baseline's λ (`--cllm-lam`; see `cllm_phases`)
-    ablation: dict = field(default_factory=lambda: dict(ABLATION))
-    ablation_seeds: int = 3
-    ablation_steps: int = 150
-    ablation_problems: int = 40
     workers: int = 2
     batch: int = 16  # prompts decoded together in each worker's collection forwards
     seed: int = 0
     base: str = "base"  # the model to start from: an embedded name, a directory, an alias or a hub id
     device: str = "cpu"
     out: Path = Path("runs/checkpoints")  # checkpoints land in out/jacobi-forcing and out/cllm
-    results: Path = Path("figures/results")  # the ablation lands in results/ablation.json
     check: HeldOutCheck = field(default_factory=HeldOutCheck)  # the held-out check of every training run
 
 
 def with_training(cfg: PipelineConfig, seed: int, lam: float | None = None) -> PipelineConfig:
     """`cfg` with every training run seeded by `seed` (a round's runs by seed, seed + 1, …) and, when
-    given, rounds 1 and 2 and the ablation at AR weight `lam` (CLLM keeps `cllm_lam`)."""
+    given, rounds 1 and 2 at AR weight `lam` (CLLM keeps `cllm_lam`)."""
     def seeded(r: Round, number: int) -> Round:
         changes = {"seed": seed} if lam is None or number > 2 else {"seed": seed, "lam": lam}
         return replace(r, config=replace(r.config, **changes),
@@ -211,20 +196,20 @@ def flat(settings: dict, prefix: str = "") -> dict:
 def round1_trajectories(cfg: PipelineConfig, work: Work) -> list[dict]:
     work.settle("round1", {"base": cfg.base, "prompts": cfg.train_prompts, "seed": cfg.seed,
                            "block": cfg.rounds[0].block, "max_new_tokens": cfg.max_new_tokens})
-    model, tokenizer = load(cfg.base, cfg.device)
+    model, tokenizer = load_model(cfg.base, cfg.device)
     return work.trajectories("round1", lambda: collect(model, tokenizer, cfg, cfg.rounds[0].block,
                                                        f"trajectories n={cfg.rounds[0].block} (base)"))
 
 
 def jacobi_forcing(cfg: PipelineConfig, work: Work) -> None:
     """Every round in turn, from the base model; the checkpoint records the settings and each stage's wall time."""
-    model, tokenizer = load(cfg.base, cfg.device)
+    model, tokenizer = load_model(cfg.base, cfg.device)
     before, logs = {}, []
     for number, spec in enumerate(cfg.rounds, start=1):
         before[f"round{number}"] = asdict(spec)
         logs.append(progressive_round(model, tokenizer, cfg, work, number, before))
-    settings = {k: v for k, v in asdict(cfg).items() if k not in ("out", "results")}
-    seconds = {k: v for k, v in work.times.items() if not k.startswith(("cllm", "ablation"))}
+    settings = {k: v for k, v in asdict(cfg).items() if k != "out"}
+    seconds = {k: v for k, v in work.times.items() if not k.startswith("cllm")}
     save_checkpoint(model, tokenizer, cfg.out / "jacobi-forcing", cfg.rounds[-1].config, join_logs(*logs),
                     extra={"pipeline": settings, "seconds": seconds, "log": "each round's first run"})
 
@@ -267,7 +252,7 @@ def averaged_runs(model, tokenizer, traj: list[dict], runs: dict[str, TrainConfi
         return trained(work, name, model, tokenizer, traj, config, cfg.check)
 
     if len(runs) > 1 and cfg.workers > 1 and cfg.device == "cpu":
-        in_parallel([partial(run, name, config) for name, config in runs.items()])
+        side_by_side([partial(run, name, config) for name, config in runs.items()])
     logs, states = [], []
     for name, config in runs.items():
         logs.append(run(name, config))
@@ -295,7 +280,7 @@ def cllm(cfg: PipelineConfig, work: Work) -> None:
     round 2's (`cllm_phases`). The two models then differ only in what the paper changes:
     examples per prompt, packing, noise schedule, mask and re-collection."""
     traj = round1_trajectories(cfg, work)
-    model, tokenizer = load(cfg.base, cfg.device)
+    model, tokenizer = load_model(cfg.base, cfg.device)
     phase1, phase2 = cllm_phases(cfg)
     work.settle("cllm_phase1", {"phase1": asdict(phase1)})
     work.settle("cllm_phase2", {"phase1": asdict(phase1), "phase2": asdict(phase2)})
@@ -305,80 +290,28 @@ def cllm(cfg: PipelineConfig, work: Work) -> None:
                     extra={"phase1": asdict(phase1), "seconds": work.times["cllm_phase1"] + work.times["cllm_phase2"]})
 
 
-def ablation_run(job: tuple[str, int]) -> dict:
-    """One short round 1 from the base model with one variant and seed, scored on long answers;
-    kept in the work folder under a hash of its settings, so a rerun skips it."""
-    name, seed = job
-    cfg, folder, traj, held_out = SHARED["ablation"]
-    config = replace(cfg.rounds[0].config, **cfg.ablation[name], seed=seed, steps=cfg.ablation_steps)
-    key = hashlib.sha256(json.dumps([asdict(config), cfg.base, cfg.ablation_problems]).encode()).hexdigest()[:12]
-    path = folder / f"ablation-{key}.json"
-    if path.exists():
-        return json.loads(path.read_text())
-    model, tokenizer = load(cfg.base, cfg.device)
-    train(model, tokenizer, traj, config, progress=False)
-    scores = evaluate(model, tokenizer, held_out, cfg.rounds[0].block, cfg.max_new_tokens, progress=False)
-    result = {"seed": seed, "iterations_per_token": 1 / scores["tpf"], **scores}
-    atomic_write(path, json.dumps(result))
-    return result
-
-
-def ablation(cfg: PipelineConfig, work: Work) -> dict:
-    """Iterations per token (1 / TPF at n = 16) and accuracy on held-out long answers after a
-    short round 1 with each variant; the noise schedules once per seed."""
-    start = time.time()
-    held_out = task.problems("test", cfg.ablation_problems, seed=2, length="long")
-    SHARED["ablation"] = (cfg, work.folder, round1_trajectories(cfg, work), held_out)
-    jobs = [(name, seed) for name in cfg.ablation for seed in range(cfg.ablation_seeds if name in SEEDED else 1)]
-    scores = pmap(ablation_run, jobs, cfg.workers if cfg.device == "cpu" else 1, "ablation")
-    result = {name: [s for (n, _), s in zip(jobs, scores) if n == name] for name in cfg.ablation}
-    cfg.results.mkdir(parents=True, exist_ok=True)
-    (cfg.results / "ablation.json").write_text(json.dumps(
-        {"steps": cfg.ablation_steps, "block_size": cfg.rounds[0].block, "problems": cfg.ablation_problems,
-         "length": "long", "variants": cfg.ablation, "runs": result}, indent=2))
-    work.done("ablation", start)
-    return result
-
-
-def in_parallel(jobs: list) -> None:
-    """Run each job() in a process of its own (one thread each), and wait for all of them."""
-    processes = [mp.get_context("fork").Process(target=one_thread, args=(job,)) for job in jobs]
-    for p in processes:
-        p.start()
-    for p in processes:
-        p.join()
-    if any(p.exitcode != 0 for p in processes):
-        raise RuntimeError("a pipeline stage failed (its error is printed above); rerun the same command to resume")
-
-
-def one_thread(job) -> None:
-    torch.set_num_threads(1)
-    job()
-
-
 def models(cfg: PipelineConfig, work: Work) -> None:
     """Jacobi Forcing's rounds and the CLLM baseline: on CPU with workers > 1 side by side,
     one process each (round 1 trains beside CLLM's phases)."""
     if cfg.workers > 1 and cfg.device == "cpu":
-        in_parallel([partial(jacobi_forcing, cfg, work), partial(cllm, cfg, work)])
+        side_by_side([partial(jacobi_forcing, cfg, work), partial(cllm, cfg, work)])
     else:
         jacobi_forcing(cfg, work)
         cllm(cfg, work)
 
 
-def models_then_ablation(cfg: PipelineConfig, work: Work) -> None:
-    models(cfg, work)
-    ablation(cfg, work)
+def side_by_side(jobs: list) -> None:
+    """Run each job() in a process of its own (one thread each), and wait for all of them."""
+    pmap(lambda job: job(), jobs, len(jobs))
 
 
-STAGES = {"models": models, "all": models_then_ablation, "jacobi-forcing": jacobi_forcing, "cllm": cllm,
-          "ablation": ablation}
+STAGES = {"models": models, "jacobi-forcing": jacobi_forcing, "cllm": cllm}
 
 
 def run(cfg: PipelineConfig = PipelineConfig(), folder: Path = Path("runs/pipeline"), stage: str = "models") -> dict:
     """One stage of the pipeline, resuming after the stages an earlier run in `folder` finished;
     returns the wall time of each stage in seconds. Round 1's trajectories come first. `models`
-    (the default) trains both checkpoints, `all` then runs the ablation too."""
+    (the default) trains both checkpoints."""
     work = Work(folder)
     round1_trajectories(cfg, work)
     STAGES[stage](cfg, work)
@@ -437,7 +370,7 @@ def collect_command(args, model, tokenizer) -> None:
 def pipeline_command(args) -> None:
     cfg = with_training(PipelineConfig(rounds=ROUNDS[:args.rounds], base=args.base, device=args.device, out=args.out,
                                        train_prompts=args.train_prompts, workers=args.workers, batch=args.batch,
-                                       cllm_lam=args.cllm_lam, results=args.results),
+                                       cllm_lam=args.cllm_lam),
                         args.train_seed, args.lam)
     print(run(cfg, args.work, args.stage))
 
@@ -477,30 +410,27 @@ def add_commands(commands) -> None:
 
 def add_pipeline(commands) -> None:
     p = commands.add_parser("pipeline", help="progressive Jacobi Forcing (3 rounds) beside the CLLM baseline "
-                                             "(about 2 h on 2 cores); --stage all adds the ablation")
+                                             "(about 2 h on 2 cores)")
     p.add_argument("--work", type=Path, default=Path("runs/pipeline"),
                    help="trajectories and finished stages; a rerun resumes after the last finished stage")
     p.add_argument("--base", default="base", help="model to start from (embedded name, directory, alias or hub id)")
     device_args(p, dtype=False)
     p.add_argument("--out", type=Path, default=PipelineConfig.out,
                    help="checkpoints go to OUT/jacobi-forcing and OUT/cllm (jacobi_min/checkpoints rebuilds the shipped ones)")
-    p.add_argument("--results", type=Path, default=PipelineConfig.results,
-                   help="the ablation (--stage all) writes RESULTS/ablation.json (default: figures/results)")
     p.add_argument("--train-prompts", type=at_least(1), default=PipelineConfig.train_prompts,
                    help="training prompts whose trajectories are collected in each round")
     p.add_argument("--workers", type=at_least(1), default=PipelineConfig.workers,
-                   help="CPU processes for trajectory collection and the ablation")
+                   help="CPU processes for trajectory collection (and training runs side by side)")
     batch_arg(p)
     p.add_argument("--rounds", type=int, default=SHIPPED, choices=range(1, len(ROUNDS) + 1),
                    help=f"build the first ROUNDS rounds of pipeline.ROUNDS (default {SHIPPED}, the shipped model; "
                         f"5 adds the two rounds that failed their seed check)")
     p.add_argument("--stage", default="models", choices=list(STAGES),
-                   help="models (default): both checkpoints; all: the models, then the ablation; or one stage "
-                        "only: jacobi-forcing (every round), cllm or ablation")
+                   help="models (default): both checkpoints; or one stage only: jacobi-forcing (every round) or cllm")
     p.add_argument("--train-seed", type=at_least(0), default=0,
                    help="seed of the training batches and noisy states (the trajectories stay the same)")
     p.add_argument("--lam", type=at_least(0.0, float), default=None,
-                   help=f"λ, the AR loss weight of Jacobi Forcing's rounds 1 and 2 and the ablation (default "
+                   help=f"λ, the AR loss weight of Jacobi Forcing's rounds 1 and 2 (default "
                         f"{TrainConfig.lam}; rounds 3 to 5 keep {RECIPE['rounds 3-5']['lam']})")
     p.add_argument("--cllm-lam", type=at_least(0.0, float), default=PipelineConfig.cllm_lam,
                    help="λ of the CLLM baseline")

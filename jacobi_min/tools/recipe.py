@@ -42,13 +42,13 @@ from statistics import mean
 from .. import trajectories
 from ..batch import batch_jacobi_decode
 from ..jacobi import jacobi_decode
-from ..model import load
 from ..train import TrainConfig, save_checkpoint, train
 from ..utils import eos_ids
 from . import qwen, realtasks, task
-from .bench import timed
+from .cli import load_model
 from .exactness import exactness, reference
 from .pipeline import Work
+from .timing import timed
 
 
 @dataclass
@@ -182,7 +182,7 @@ def run(cfg: Recipe, folder: Path, results: Path | None = None) -> dict:
     """The whole recipe in `folder` (resuming), the trained checkpoint in `folder`/jacobi-forcing;
     returns the summary, also written to `results` when given."""
     work = Work(folder)
-    model, tokenizer = load(cfg.base, cfg.device)
+    model, tokenizer = load_model(cfg.base, cfg.device)
     traj = work.trajectories("collect", lambda: trajectories.collect(
         model, question_ids(tokenizer, cfg, 0, cfg.train_prompts), cfg.block_size, cfg.max_new_tokens,
         desc=f"trajectories n={cfg.block_size}", workers=cfg.workers, batch=cfg.batch))

@@ -1,14 +1,14 @@
 """Throughput of batched decoding: B prompts a forward, Jacobi Forcing against greedy AR (`bench --batch`).
 
-For every batch size B and answer-length bucket, the same held-out prompts are decoded with B
-places (batch.py: continuous batching) by batched greedy AR (block size 1, the base model) and by
+For every batch size B and answer-length bucket, the same held-out prompts are decoded B at a
+time (batch.py: continuous batching) by batched greedy AR (block size 1, the base model) and by
 batched Jacobi Forcing (n = 16), alternating in chunks of 4·B prompts, in one process of one
 thread. tokens/s = generated tokens / seconds, prefill included (both decoders prefill the same
 prompts).
 
 Cost model: a forward that feeds k tokens in all (rows × padded width, or a prefill's rows ×
 prompt length) costs L(k), the latency of one forward of k new tokens on a cached context
-(bench.cost_model). With the forwards each decoder actually ran, the predicted speedup is
+(timing.cost_model). With the forwards each decoder actually ran, the predicted speedup is
 
     Σ_{AR forwards f} L(k_f)  /  Σ_{Jacobi forwards f} L(k_f)          (the same tokens)
 
@@ -21,14 +21,13 @@ from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
 
-import torch
 from tqdm import tqdm
 
 from ..batch import batch_jacobi_decode
 from ..model import load
-from ..utils import SHARED, num_threads, pmap
+from ..utils import num_threads, pmap
 from . import task
-from .bench import cost_model, forwards_cost, machine, timed, timed_threads
+from .timing import cost_model, forwards_cost, machine, timed, timed_threads
 from .evaluate import prompt_ids
 
 OUT = Path("figures/results/batch_throughput.json")
@@ -36,7 +35,7 @@ OUT = Path("figures/results/batch_throughput.json")
 
 @dataclass
 class ThroughputConfig:
-    batches: list[int] = field(default_factory=lambda: [1, 8, 32])
+    batch: list[int] = field(default_factory=lambda: [1, 8, 32])  # the batch sizes B measured (bench --batch)
     problems: int = 128  # per length bucket, decoded at every batch size
     lengths: list[str] = field(default_factory=lambda: list(task.BUCKETS))
     block_size: int = 16
@@ -46,24 +45,23 @@ class ThroughputConfig:
     seed: int = 0
 
 
-def decode(model, prompts: list[list[int]], block_size: int, places: int, max_new_tokens: int) -> dict:
-    """The prompts with `places` rows at a time, timed: tokens, seconds and the tokens fed by every forward."""
-    (results, stats), seconds = timed(partial(batch_jacobi_decode, batch=places), model, prompts, block_size,
+def decode(model, prompts: list[list[int]], block_size: int, batch: int, max_new_tokens: int) -> dict:
+    """The prompts, `batch` rows at a time, timed: tokens, seconds and the tokens fed by every forward."""
+    (results, stats), seconds = timed(partial(batch_jacobi_decode, batch=batch), model, prompts, block_size,
                                      max_new_tokens)
     return {"tokens": sum(len(r.tokens) - 1 for r in results), "seconds": seconds, "rows": stats.rows,
             "fed": [rows * width for rows, width in zip(stats.rows, stats.width)] + stats.prefills}
 
 
-def run_bucket(length: str) -> dict:
+def run_bucket(cfg: ThroughputConfig, length: str) -> dict:
     """Both decoders at every batch size on one bucket's problems: totals per batch size."""
-    cfg = SHARED["throughput"]
     base, tokenizer = load("base")
     jf = load("jacobi-forcing")[0]
     prompts = [prompt_ids(tokenizer, p) for p in task.problems("test", cfg.problems, seed=cfg.seed, length=length)]
     for model, n in ((base, 1), (jf, cfg.block_size)):  # warm-up
         decode(model, prompts[:2], n, 2, 8)
     totals = {}
-    for b in cfg.batches:
+    for b in cfg.batch:
         total = {m: {"tokens": 0, "seconds": 0.0, "rows": [], "fed": []} for m in ("AR", "Jacobi Forcing")}
         for i in tqdm(range(0, len(prompts), 4 * b), desc=f"{length}, B = {b}", leave=False):
             chunk = prompts[i:i + 4 * b]
@@ -91,8 +89,7 @@ def summary(totals: dict, latency: list[float], ks: list[int]) -> dict:
 
 def run(cfg: ThroughputConfig = ThroughputConfig(), out: Path | None = OUT) -> dict:
     """Every bucket in its own one-thread process, then L(k) on one thread; written to `out`."""
-    SHARED["throughput"] = cfg
-    raw = pmap(run_bucket, cfg.lengths, cfg.workers, "length buckets")
+    raw = pmap(partial(run_bucket, cfg), cfg.lengths, cfg.workers, "length buckets")
     with num_threads(timed_threads(cfg.workers)):
         latency = cost_model(load("base")[0], cfg.cost_ks)
     results = {"config": asdict(cfg), "threads": timed_threads(cfg.workers), "machine": machine(),

@@ -11,7 +11,7 @@
 set -euo pipefail
 traj1="$1"; work="$2"; mkdir -p "$work"
 offset=--random-offset; schedules="progressive random reverse"
-if [ "${3:-}" = offset0 ]; then offset=""; schedules="progressive reverse"; fi
+if [ "${3:-}" = offset0 ]; then offset=--no-random-offset; schedules="progressive reverse"; fi
 export OMP_NUM_THREADS=1 traj1 work offset
 job() {  # schedule, seed
   local name="$1-s$2" resume=()

@@ -6,7 +6,7 @@
 The work folders are those of `run.sh <trajectories> <work folder>` and `run.sh … <work folder> offset0`:
 one `eval` file `<schedule>-s<seed>.json` per run beside the run's folder (its `train_config.json`). The
 random schedule takes no offset, so the study from block 0 takes its runs from the first folder. Each study
-is written in the layout of the pipeline's ablation.json (`pipeline --stage ablation`).
+is written in the layout `figures.ablation` draws (one study: its settings and each schedule's runs).
 """
 import json
 import sys

@@ -16,7 +16,7 @@ from jacobi_min.jacobi import greedy_decode
 from jacobi_min.model import load
 from jacobi_min.multiblock import multiblock_decode
 from jacobi_min.tools import task
-from jacobi_min.tools.bench import timed
+from jacobi_min.tools.timing import timed
 
 threads, count, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 torch.set_num_threads(threads)

@@ -1,6 +1,6 @@
 """The steady-state cost model's speedup at the wall-clock setting, for each machine's measured L(k):
 
-    predicted = Σ tokens · L(1) / Σ_f L(fed_f)        (`bench.predicted_speedup`)
+    predicted = Σ tokens · L(1) / Σ_f L(fed_f)        (`timing.predicted_speedup`)
 
 over the same 300 long answers the sweep timed (the shipped model, n = 16, K = 2, r = 0.25, no pool, ours and
 official). What each forward feeds does not depend on the machine (greedy decoding is deterministic), so the
@@ -18,7 +18,7 @@ import numpy as np
 from jacobi_min.model import load
 from jacobi_min.multiblock import multiblock_decode
 from jacobi_min.tools import task
-from jacobi_min.tools.bench import predicted_speedup
+from jacobi_min.tools.timing import predicted_speedup
 
 SETTING = {"block_size": 16, "max_new_tokens": task.MAX_ANSWER_TOKENS, "blocks": 2, "spawn_ratio": 0.25,
            "pool_size": 0}

@@ -1,7 +1,7 @@
 """The cost model's speedup of every multi-block setting on development long answers, to choose the wall-clock
 setting without timing noise:
 
-    predicted = Σ tokens · L(1) / Σ_f L(fed_f)        (`bench.predicted_speedup`, this machine's L(k))
+    predicted = Σ tokens · L(1) / Σ_f L(fed_f)        (`timing.predicted_speedup`, this machine's L(k))
 
 Greedy decoding is deterministic, so what each forward feeds depends only on the setting; the answers are held-out
 long answers 301-360, after the scoreboard's 300 (the setting is chosen on them, then timed on the 300). OUT keeps
@@ -14,14 +14,15 @@ import itertools
 import json
 import os
 import sys
+from functools import partial
 
 import numpy as np
 
 from jacobi_min.model import load
 from jacobi_min.multiblock import multiblock_decode
 from jacobi_min.tools import task
-from jacobi_min.tools.bench import predicted_speedup
-from jacobi_min.utils import SHARED, pmap
+from jacobi_min.tools.timing import predicted_speedup
+from jacobi_min.utils import pmap
 
 SCOREBOARD = 300
 
@@ -34,10 +35,9 @@ def settings() -> list[tuple]:
     return plain + multi
 
 
-def forwards(setting: tuple) -> dict:
-    """One setting's tokens committed and {fed size: forwards} over the answers in SHARED."""
+def forwards(model, prompts: list[list[int]], setting: tuple) -> dict:
+    """One setting's tokens committed and {fed size: forwards} over the prompts' answers."""
     n, k, r, official = setting
-    model, prompts = SHARED["model"], SHARED["prompts"]
     results = [multiblock_decode(model, ids, n, task.MAX_ANSWER_TOKENS, k, r, 0, official=official) for ids in prompts]
     sizes, counts = np.unique([f for result in results for f in result.fed], return_counts=True)
     return {"block_size": n, "blocks": k, "spawn_ratio": r, "official": official,
@@ -48,9 +48,9 @@ def forwards(setting: tuple) -> dict:
 def decoded(answers: int = 60) -> dict:
     model, tokenizer = load("jacobi-forcing")
     problems = task.problems("test", SCOREBOARD + answers, length="long")[SCOREBOARD:]
-    SHARED.update(model=model, prompts=[tokenizer(p.prompt)["input_ids"] for p in problems])
+    prompts = [tokenizer(p.prompt)["input_ids"] for p in problems]
     return {"answers": f"held-out long answers {SCOREBOARD + 1}-{SCOREBOARD + answers}",
-            "rows": pmap(forwards, settings(), workers=2, desc="settings")}
+            "rows": pmap(partial(forwards, model, prompts), settings(), workers=2, desc="settings")}
 
 
 def predict(row: dict, cost: dict) -> float:
