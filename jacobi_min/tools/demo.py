@@ -14,9 +14,9 @@ import torch
 from ..jacobi import BlockTrajectory, greedy_decode, jacobi_decode
 from ..model import embedded_names, load
 from . import plots, task
-from .bench import timed
 from .cli import at_least, device_args, dtype_of
 from .evaluate import is_correct, prompt_ids
+from .timing import timed
 
 
 def trajectory_lines(block: BlockTrajectory, tokenizer, width: int = 110) -> list[str]:

@@ -30,7 +30,7 @@ from ..train import BUCKETS, METHODS, TrainConfig, save_checkpoint
 from ..trajectories import SCHEDULES
 from ..utils import atomic_write, pmap
 from . import task
-from .cli import at_least, device_args, load_model, model_args, with_model
+from .cli import MODEL_HELP, at_least, device_args, load_model, model_args, with_model
 from .evaluate import HeldOutCheck, is_correct, prompt_ids, train_and_check
 
 
@@ -75,7 +75,7 @@ class PipelineConfig:
     workers: int = 2
     batch: int = 16  # prompts decoded together in each worker's collection forwards
     seed: int = 0
-    base: str = "base"  # the model to start from: an embedded name, a directory, an alias or a hub id
+    base: str = "base"  # the model to start from: an embedded name, a directory, qwen.ALIAS or a hub id (cli.load_model)
     device: str = "cpu"
     out: Path = Path("runs/checkpoints")  # checkpoints land in out/jacobi-forcing and out/cllm
     check: HeldOutCheck = field(default_factory=HeldOutCheck)  # the held-out check of every training run
@@ -413,7 +413,7 @@ def add_pipeline(commands) -> None:
                                              "(about 2 h on 2 cores)")
     p.add_argument("--work", type=Path, default=Path("runs/pipeline"),
                    help="trajectories and finished stages; a rerun resumes after the last finished stage")
-    p.add_argument("--base", default="base", help="model to start from (embedded name, directory, alias or hub id)")
+    p.add_argument("--base", default="base", help=f"model to start from: {MODEL_HELP}")
     device_args(p, dtype=False)
     p.add_argument("--out", type=Path, default=PipelineConfig.out,
                    help="checkpoints go to OUT/jacobi-forcing and OUT/cllm (jacobi_min/checkpoints rebuilds the shipped ones)")
