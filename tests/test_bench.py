@@ -86,8 +86,9 @@ def test_figures_rebuild_from_results_only(tiny_results, tmp_path):
     runs = {k: [{"seed": 0, "iterations_per_token": v, "accuracy": 0.9}, {"seed": 1, "iterations_per_token": v + 0.01,
                                                                               "accuracy": 0.95}]
             for k, v in [("progressive", 0.4), ("random", 0.45), ("reverse", 0.5)]}
-    ablation = {"steps": 10, "block_size": 16, "problems": 5, "length": "long", "runs": runs}
-    (results / "ablation.json").write_text(json.dumps(ablation))
+    study = {"steps": 10, "block_size": 16, "problems": 5, "length": "long", "runs": runs}
+    schedules = results / "noise_schedules.json"
+    schedules.write_text(json.dumps({"studies": [study, {**study, "offset": "offset 0"}]}))
     row = {"exact": 2, "total": 2, "first_divergence": [None, None], "tpf": [1.02, 1.06], "seconds": [3.0, 4.0]}
     report = {"methods": {"jacobi n=4": row, "prompt lookup": row}, "reference_seconds": [2.0, 3.0],
               "meta": {"model": "qwen", "dtype": "torch.float32", "max_new_tokens": 8}}
@@ -111,10 +112,8 @@ def test_figures_rebuild_from_results_only(tiny_results, tmp_path):
     for p in written:
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000
     assert figures.stale(results, out) == []
-    (results / "ablation.json").write_text(json.dumps({**ablation, "steps": 11}))
+    schedules.write_text(json.dumps({"studies": [{**study, "steps": 11}]}))
     assert figures.stale(results, out) == ["noise_schedule_ablation.png"]
-    (results / "noise_schedules.json").write_text(json.dumps({"studies": [ablation, {**ablation, "offset": "offset 0"}]}))
-    assert figures.jobs(results)["noise_schedule_ablation.png"][0] == [results / "noise_schedules.json"]  # over ablation.json
     figures.build(results, out)
     assert figures.stale(results, out) == []
 

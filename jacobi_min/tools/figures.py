@@ -1,7 +1,7 @@
 """Rebuild every PNG in `figures/` from the results files in `figures/results/` only (no model is run).
 
-Inputs: `benchmark.json` (bench), `noise_schedules.json` (the longer noise-schedule studies, summarised by
-their experiment's script) or else `ablation.json` (`pipeline --stage ablation`), `training_curves.json`
+Inputs: `benchmark.json` (bench), `noise_schedules.json` (the noise-schedule studies, summarised by their
+experiment's script), `training_curves.json`
 (the shipped checkpoints' training logs, summarised by `write_training_summary`: `figures --training-logs`),
 and for the real Qwen `qwen_exactness_float32.json` (exactness; optional `_extra.json` and
 `_multiblock.json`: more methods, each against its own `generate` runs) with `qwen_cost_model_float32.json`
@@ -167,7 +167,7 @@ def ablation(studies: list[dict]):
 
 
 def ablation_panel(ax, data: dict) -> None:
-    """One study (ablation.json's layout) on `ax`: each variant's seeds, their mean and the paper's value."""
+    """One study of noise_schedules.json on `ax`: each variant's seeds, their mean and the paper's value."""
     names = list(data["runs"])
     for i, name in enumerate(names):
         values = [r["iterations_per_token"] for r in data["runs"][name]]
@@ -351,9 +351,9 @@ def jobs(results_dir: Path) -> dict[str, tuple[list[Path], object]]:
     batches = results_dir / "batch_throughput.json"
     if batches.exists():
         out["batch_speedup.png"] = ([batches], lambda: batch_speedup(read(batches)))
-    schedules = next((p for p in (results_dir / "noise_schedules.json", results_dir / "ablation.json") if p.exists()), None)
-    if schedules:  # noise_schedules.json holds several studies, ablation.json one
-        out["noise_schedule_ablation.png"] = ([schedules], lambda: ablation(read(schedules).get("studies", [read(schedules)])))
+    schedules = results_dir / "noise_schedules.json"
+    if schedules.exists():
+        out["noise_schedule_ablation.png"] = ([schedules], lambda: ablation(read(schedules)["studies"]))
     reports = [r for r in (results_dir / f"qwen_exactness_float32{part}.json" for part in ("", "_extra", "_multiblock"))
                if r.exists()]
     costs = results_dir / "qwen_cost_model_float32.json"
