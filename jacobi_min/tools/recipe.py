@@ -14,7 +14,7 @@
     seen      TPF of Jacobi at n = 16 on the first `seen_prompts` training questions, before and after:
               set beside the held-out TPF, it tells fitting the training set from generalising
 
-Presets: "cpu" (a reduced run for 2 CPU cores) and "gpu" (`--device cuda`, the paper's round-1
+Presets: "cpu" (a reduced run for 2 CPU cores) and "gpu" (on cuda, the paper's round-1
 settings: every training question, lr 1e-5, λ = 10, w = 16, global batch 4, one pass over the data;
 collection and evaluation decode 32 questions a forward with batch.py, and batched greedy AR is then
 the reference each Jacobi row must equal). `--dry-run` runs a preset's steps at a toy size on the
@@ -22,15 +22,8 @@ embedded tiny model and its own task, on the CPU, in about 20 s.
 
 Every stage's output lands in the work folder and a rerun resumes after the last finished stage
 (`pipeline.Work`); training resumes mid-stage from its snapshot. The summary (settings, seconds per
-stage, peak memory, before / after) is written to `results`.
-
-Decision: float32 on a CPU, no bfloat16 autocast. Measured on a CPU without native bfloat16
-(no AVX512-BF16 / AMX), one training step of 133 tokens took 290 s in autocast against 9 s in
-float32; the official trainer's bf16 is for GPUs, where the gpu preset keeps it.
-
-Decision: the LM head stays untied. Qwen2.5-Coder-0.5B-Instruct ties it to the input embedding,
-but the GGUF file stores the two separately quantized: after de-quantisation they differ (by up to
-0.008), so tying them would change the model whose output we must reproduce.
+stage, peak memory, before / after) is written to `results`. Why float32 on a CPU (no bfloat16
+autocast) and why the LM head stays untied: docs/real_qwen.md.
 """
 import json
 import resource
