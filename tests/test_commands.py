@@ -228,3 +228,17 @@ def test_animate_writes_one_frame_per_state_of_the_slowest_block(base, tmp_path,
     assert f"base {states[0] - 1}, jacobi-forcing {states[1] - 1}" in capsys.readouterr().out
     with pytest.raises(SystemExit, match="choose --block < "):
         main(["animate", question, "--models", "base", "--block-size", "4", "--block", "30", "--out", str(tmp_path / "u.gif")])
+
+
+def test_recipe_takes_the_documented_device_flag(monkeypatch, tmp_path):
+    """`recipe --preset gpu --device cuda` (the GPU run's documented command) parses; --device overrides the preset's."""
+    from jacobi_min.tools import recipe
+    from jacobi_min.tools.commands import main
+    seen = []
+    stage = {"methods": {}, "accuracy": 0.0}
+    monkeypatch.setattr(recipe, "run", lambda cfg, work, results: seen.append(cfg) or {"before": stage, "after": stage})
+    main(["recipe", "--preset", "gpu", "--device", "cuda", "--work", str(tmp_path)])
+    main(["recipe", "--preset", "gpu", "--work", str(tmp_path)])
+    main(["recipe", "--preset", "cpu", "--device", "cuda", "--work", str(tmp_path)])
+    assert [cfg.device for cfg in seen] == ["cuda", "cuda", "cuda"]
+    assert [cfg.train_prompts for cfg in seen[:2]] == [recipe.PRESETS["gpu"].train_prompts] * 2

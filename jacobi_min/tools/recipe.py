@@ -214,7 +214,7 @@ def peak_memory_gb() -> float:
 
 def recipe_command(args) -> None:
     """The real-Qwen recipe; prints TPF, speedup and accuracy before and after."""
-    cfg = PRESETS[args.preset]
+    cfg = replace(PRESETS[args.preset], device=args.device or PRESETS[args.preset].device)
     results = args.work / "summary.json" if args.dry_run else RESULTS
     summary = run(dry_run(cfg) if args.dry_run else cfg, args.work, results)
     for name in summary["before"]["methods"]:
@@ -230,6 +230,7 @@ def add_commands(commands) -> None:
     p.add_argument("--preset", default="cpu", choices=list(PRESETS),
                    help="cpu: a reduced run for 2 cores; gpu: the paper's round-1 settings on cuda; the summary goes "
                         f"to {RESULTS}")
+    p.add_argument("--device", help="where to run it (default: the preset's: cpu, or cuda for gpu)")
     p.add_argument("--work", type=Path, default=Path("runs/qwen"),
                    help="trajectories, snapshots and the trained checkpoint; a rerun resumes")
     p.add_argument("--dry-run", action="store_true", help="the preset's steps at a toy size on the embedded tiny "
