@@ -18,7 +18,7 @@ METHODS = {"AR", "prompt lookup", "Jacobi (base)", "CLLM", "CLLM + MR", "Jacobi 
 @pytest.fixture(scope="module")
 def tiny_results(tmp_path_factory):
     out = tmp_path_factory.mktemp("results") / "benchmark.json"
-    cfg = bench.BenchConfig(problems=2, block_sizes=[4, 16], chunks=1, cost_ks=[1, 2, 4, 8, 16, 32])
+    cfg = bench.BenchConfig(problems=2, block_sizes=[16], chunks=1, cost_ks=[1, 2, 4, 8, 16, 32])
     bench.run(cfg, out)
     return out
 
