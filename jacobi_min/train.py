@@ -10,8 +10,8 @@ one example per (prompt, block), a uniformly drawn state after the clean blocks 
 without weight decay, lr 5e-4 after a 3 % warm-up then cosine, λ = 10, w = 16; every later training
 is what it changes from these (the table `RECIPE` in tools/pipeline.py).
 
-Decisions (measured in experiments/JOURNAL.md): CLLM in one packed forward instead of its two
-(the packing test proves them equal), its mean from the first wrong input token (the position
+Decisions (measured in the journal, `git show 854650c:experiments/JOURNAL.md`): CLLM in one packed
+forward instead of its two (the packing test proves them equal), its mean from the first wrong input token (the position
 before has KL 0); AdamW ε = 1e-4, not 1e-8, so noise-only gradients barely move weights; each
 example's schedule starts at a random block of the window (from block 0 a short answer's blocks
 always get t = 0, 1/15, 2/15); `undivided_consistency` drops the official 1/T (rounds 3–5).
