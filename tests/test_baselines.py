@@ -8,7 +8,7 @@ import torch
 
 import jacobi_min
 from jacobi_min import greedy_decode
-from jacobi_min.baselines import DiffusionConfig, DrafterConfig, Speculative, add_mask_token, build_drafter
+from jacobi_min.baselines import DiffusionConfig, DrafterConfig, Speculative, build_drafter
 from jacobi_min.baselines import diffusion_decode, train_diffusion, train_drafter
 from jacobi_min.baselines.diffusion import Context, block_causal, masked_views, packed_mask, unmask
 from jacobi_min.model import embedded_names

@@ -1,7 +1,6 @@
 """The benchmark runs end to end in a tiny configuration; figures rebuild from results files."""
 import json
 import os
-from dataclasses import replace
 
 import pytest
 import torch
@@ -160,30 +159,6 @@ def test_real_model_summaries_label_reports_with_other_prompt_counts():
     more = {"methods": {"multiblock n=64": row([1.25, 1.75], [8.0, 2.0])}, "reference_seconds": [3.0, 2.0]}
     assert figures.method_summaries([main, extra, more]) == [
         ("jacobi n=4", 1.25, 0.5), ("jacobi n=32 (1 prompts)", 1.5, 0.5), ("multiblock n=64", 1.5, 0.5)]
-
-
-def test_multiblock_sweep_tiny(tmp_path):
-    """One-thread processes, one per block size; with workers = 1, in this process on its threads: the same TPF."""
-    threads = torch.get_num_threads()
-    cfg = bench.SweepConfig(problems=2, length="short", block_sizes=[4, 8], blocks=[1, 2], spawn_ratios=[0.85],
-                            pool_sizes=[0, 4])
-    rows = bench.sweep(cfg, tmp_path / "sweep.json")
-    settings = [(1, 0, False), (1, 4, False), (1, 4, True), (2, 0, False), (2, 0, True), (2, 4, False), (2, 4, True)]
-    assert [(r["block_size"], r["blocks"], r["pool_size"], r["official"]) for r in rows] == [
-        (n, *s) for n in (4, 8) for s in settings]
-    assert all(r["tpf"] >= 1.0 and r["speedup"] > 0 for r in rows)
-    saved = json.loads((tmp_path / "sweep.json").read_text())
-    assert (saved["rows"], saved["threads"], saved["machine"]) == (rows, 1, timing.machine())
-    torch.set_num_threads(2)
-    try:
-        in_process = bench.sweep(replace(cfg, block_sizes=[4], blocks=[2], pool_sizes=[4], workers=1),
-                                 tmp_path / "sweep1.json")
-    finally:
-        torch.set_num_threads(threads)
-    assert [r["tpf"] for r in in_process] == [
-        r["tpf"] for r in rows if (r["block_size"], r["blocks"], r["pool_size"]) == (4, 2, 4)]
-    assert len(in_process) == 2  # ours and the official variant
-    assert json.loads((tmp_path / "sweep1.json").read_text())["threads"] == 2
 
 
 def test_machine_reads_the_first_processor_of_cpuinfo(tmp_path):

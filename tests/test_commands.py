@@ -1,6 +1,6 @@
 """Every command line reaches the code it names with the arguments it was given.
 
-The long commands (pipeline, bench, sweep, recipe, figures) are tested end to end
+The long commands (pipeline, bench, recipe, figures) are tested end to end
 at tiny sizes in their own test files; here their entry points are replaced by
 recorders, so each test checks the wiring: which function runs, with which
 configuration. The quick commands (collect, exactness, animate) run for real, and
@@ -39,7 +39,7 @@ def test_each_command_runs_a_function_of_the_module_that_registers_it():
             assert parser.get_default("run").__module__ == module.__name__, name
             names.append(name)
     assert sorted(names) == sorted(["demo", "animate", "generate", "train-base", "collect", "pipeline", "train", "bench",
-                                    "sweep", "eval", "cost-model", "recipe", "exactness", "figures"])
+                                    "eval", "cost-model", "recipe", "exactness", "figures"])
 
 
 def test_collect_writes_the_trajectories_of_the_first_training_prompts(base, tmp_path):
@@ -89,7 +89,7 @@ def test_pipeline_without_lam_keeps_each_rounds_own(monkeypatch, tmp_path):
         main(["pipeline", "--rounds", "6"])
 
 
-def test_bench_and_sweep_build_their_configs_from_the_arguments(monkeypatch, tmp_path, capsys):
+def test_bench_builds_its_config_from_the_arguments(monkeypatch, tmp_path, capsys):
     runs = record(monkeypatch, bench, "run", returns=[])
     monkeypatch.setattr(bench, "format_table", lambda rows: "table")
     main(["bench", "--problems", "5", "--lengths", "long", "--block-sizes", "8", "32", "--workers", "1",
@@ -97,16 +97,7 @@ def test_bench_and_sweep_build_their_configs_from_the_arguments(monkeypatch, tmp
     (cfg, out), _ = runs[0]
     assert (cfg.problems, cfg.lengths, cfg.block_sizes, cfg.workers, cfg.dtype, out) == (
         5, ["long"], [8, 32], 1, "float32", tmp_path / "b.json")
-    sweeps = record(monkeypatch, bench, "sweep", returns=[{"row": 1}])
-    main(["sweep", "--model", "base", "--problems", "3", "--length", "medium", "--out", str(tmp_path / "s.json")])
-    (cfg, out), _ = sweeps[0]
-    assert (cfg, out) == (bench.SweepConfig(model="base", problems=3, length="medium"), tmp_path / "s.json")
-    main(["sweep", "--block-sizes", "16", "--blocks", "1", "2", "--spawn-ratios", "0.25", "--pool-sizes", "0", "4",
-          "--workers", "1"])
-    (cfg, out), _ = sweeps[1]
-    assert (cfg, out) == (bench.SweepConfig(block_sizes=[16], blocks=[1, 2], spawn_ratios=[0.25], pool_sizes=[0, 4],
-                                            workers=1), bench.SWEEP_OUT)
-    assert capsys.readouterr().out.splitlines() == ["table", "{'row': 1}", "{'row': 1}"]
+    assert capsys.readouterr().out.splitlines() == ["table"]
 
 
 def test_recipe_runs_the_chosen_preset_and_prints_before_and_after(monkeypatch, tmp_path, capsys):

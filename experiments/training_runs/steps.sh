@@ -1,6 +1,7 @@
 # Steps shared by the training-run scripts (round4/run.sh, round5/run.sh, round5-seeds/run.sh,
 # wallclock-*/run.sh), sourced after they set work (the work folder) and, to train, traj (the trajectories). Each
 # step is skipped when its output exists, so a rerun resumes (training from its snapshot).
+sweep="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/multiblock_sweep/run.py"  # the multi-block sweep
 train() {  # out, start model, seed, lr, steps, further flags
   local resume=(); [ -f "$work/$1.resume.pt" ] && resume=(--resume)
   [ -f "$work/$1/model.safetensors" ] || python -m jacobi_min train --model "$2" --trajectories "$traj" \
@@ -16,7 +17,7 @@ score() {  # out file, problems per bucket, models (in the work folder, or embed
 }
 wallclock() {  # model, out file, log[, n, K, r]: one multi-block setting, no pool, both variants, timed against AR on
   # the 300 long answers (default: the wall-clock setting of wallclock-300, n = 16, K = 2, r = 0.25)
-  [ -f "$work/$2" ] || (cd "$work" && python -m jacobi_min sweep --model "$1" --problems 300 --length long \
+  [ -f "$work/$2" ] || (cd "$work" && python "$sweep" --model "$1" --problems 300 --length long \
       --block-sizes "${4:-16}" --blocks "${5:-2}" --spawn-ratios "${6:-0.25}" --pool-sizes 0 --out "$2" 2> "$3")
 }
 cost_model() {  # out file, k...: the shipped model's L(k), one forward of k new tokens after 200 tokens of context,

@@ -17,7 +17,7 @@ decoder: every method must reproduce its own model's greedy AR output, and
 the results file counts, per method, the problems where it did (the base's
 AR is the timed AR row; the trained models' AR runs untimed).
 
-Commands: `bench`, `sweep`, `eval` (held-out scores of any models) and `cost-model`.
+Commands: `bench`, `eval` (held-out scores of any models) and `cost-model`.
 """
 import json
 import statistics
@@ -34,13 +34,13 @@ from ..model import load
 from ..multiblock import multiblock_decode
 from ..utils import num_threads, pmap
 from . import task, throughput
-from .cli import at_least, device_args, dtype_of, model_args, probability, with_model
+from .cli import at_least, device_args, dtype_of, model_args, with_model
 from .evaluate import evaluate
 from .timing import cost_model, machine, predicted_speedup, prefill_time, timed, timed_threads
 
 RESULTS = Path("figures/results")  # relative to the current folder: a clone's own results
-BENCHMARK_OUT, SWEEP_OUT = RESULTS / "benchmark.json", RESULTS / "multiblock_sweep.json"
-MULTIBLOCK = {"blocks": 2, "spawn_ratio": 0.25, "pool_size": 4}  # among the best TPF of the sweep
+BENCHMARK_OUT = RESULTS / "benchmark.json"
+MULTIBLOCK = {"blocks": 2, "spawn_ratio": 0.25, "pool_size": 4}  # among the best TPF of the multi-block sweep (docs/results.md)
 MODELS = ("base", "cllm", "jacobi-forcing")
 
 
@@ -48,7 +48,7 @@ MODELS = ("base", "cllm", "jacobi-forcing")
 class BenchConfig:
     problems: int = 300  # per length bucket
     lengths: list[str] = field(default_factory=lambda: list(task.BUCKETS))
-    block_sizes: list[int] = field(default_factory=lambda: [16])  # the sweep covers n = 32
+    block_sizes: list[int] = field(default_factory=lambda: [16])  # the multi-block sweep covers n = 32
     chunks: int = 5
     max_new_tokens: int = task.MAX_ANSWER_TOKENS
     prompt_lookup_tokens: int = 10
@@ -232,59 +232,6 @@ def scores(models: list[str], lengths: list[str], problems: int, block_size: int
     return [{length: next(results) for length in lengths} for _ in models]
 
 
-@dataclass
-class SweepConfig:
-    model: str = "jacobi-forcing"
-    problems: int = 30
-    length: str = "long"
-    block_sizes: list[int] = field(default_factory=lambda: [16, 32])
-    blocks: list[int] = field(default_factory=lambda: [1, 2, 3])
-    spawn_ratios: list[float] = field(default_factory=lambda: [0.25, 0.85])
-    pool_sizes: list[int] = field(default_factory=lambda: [0, 4])
-    max_new_tokens: int = task.MAX_ANSWER_TOKENS
-    workers: int = 2
-
-
-def sweep_settings(cfg: SweepConfig, n: int) -> list[tuple]:
-    """(n, K, r, pool, official) to measure: r only matters with K > 1, `official` with K > 1 or a pool."""
-    return [(n, k, r, pool, official) for k in cfg.blocks for r in cfg.spawn_ratios for pool in cfg.pool_sizes
-            for official in (False, True)
-            if (k > 1 or r == cfg.spawn_ratios[0]) and (not official or k > 1 or pool > 0)]
-
-
-def sweep_block_size(cfg: SweepConfig, n: int) -> list[dict]:
-    """Every setting of the sweep at block size n: TPF and speedup over AR."""
-    model, tokenizer = load(cfg.model)
-    prompts = [tokenizer(p.prompt)["input_ids"] for p in task.problems("test", cfg.problems, length=cfg.length)]
-    rows = []
-    for n, k, r, pool, official in sweep_settings(cfg, n):
-        tokens = forwards = 0
-        ar_time = method_time = 0.0
-        for ids in prompts:
-            ar, t_ar = timed(greedy_decode, model, ids, cfg.max_new_tokens)
-            result, t = timed(lambda: multiblock_decode(model, ids, n, cfg.max_new_tokens, k, r, pool, official=official))
-            assert result.tokens == ar.tokens, "multi-block decoding diverged from greedy decoding"
-            tokens, forwards = tokens + sum(result.accepted), forwards + result.forwards
-            ar_time, method_time = ar_time + t_ar, method_time + t
-        rows.append({"block_size": n, "blocks": k, "spawn_ratio": r, "pool_size": pool, "official": official,
-                     "tpf": tokens / forwards, "speedup": ar_time / method_time})
-    return rows
-
-
-def sweep(cfg: SweepConfig = SweepConfig(), out: Path | None = SWEEP_OUT) -> list[dict]:
-    """TPF and speedup over AR of multi-block + recycling for every (n, K, r, pool), ours and the
-    official variant, on one model and length bucket: one one-thread process per block size, or with
-    `workers` = 1 all of them in this process, on all its threads (the thread count is in `out`)."""
-    parts = pmap(partial(sweep_block_size, cfg), cfg.block_sizes, cfg.workers, "multi-block sweep")
-    rows = [row for part in parts for row in part]
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps({"model": cfg.model, "problems": cfg.problems, "length": cfg.length,
-                                   "threads": timed_threads(cfg.workers), "machine": machine(), "rows": rows},
-                                  indent=1))
-    return rows
-
-
 def bench_command(args) -> None:
     if args.batch:  # batched throughput: its own module
         cfg = throughput.ThroughputConfig(batch=args.batch, problems=args.problems or throughput.ThroughputConfig.problems,
@@ -293,14 +240,6 @@ def bench_command(args) -> None:
     cfg = BenchConfig(problems=args.problems or BenchConfig.problems, lengths=args.lengths, block_sizes=args.block_sizes,
                       workers=args.workers, device=args.device, dtype=str(dtype_of(args)).removeprefix("torch."))
     print(format_table(run(cfg, args.out or BENCHMARK_OUT)))
-
-
-def sweep_command(args) -> None:
-    cfg = SweepConfig(model=args.model, problems=args.problems, length=args.length, block_sizes=args.block_sizes,
-                      blocks=args.blocks, spawn_ratios=args.spawn_ratios, pool_sizes=args.pool_sizes,
-                      workers=args.workers)
-    for row in sweep(cfg, args.out):
-        print(row)
 
 
 def eval_command(args) -> None:
@@ -343,20 +282,6 @@ def add_commands(commands) -> None:
     device_args(p)
     p.add_argument("--out", type=Path, help=f"default: {BENCHMARK_OUT}; with --batch, figures/results/batch_throughput.json")
     p.set_defaults(run=bench_command)
-
-    p = commands.add_parser("sweep", help="multi-block + recycling over (n, K, r, pool, ours/official) on one model: "
-                                          "TPF, speedup (~12 min on 2 cores)")
-    p.add_argument("--model", default="jacobi-forcing")
-    p.add_argument("--problems", type=at_least(1), default=SweepConfig.problems)
-    p.add_argument("--length", default=SweepConfig.length, choices=list(task.BUCKETS))
-    p.add_argument("--block-sizes", type=at_least(1), nargs="+", default=SweepConfig().block_sizes, help="n")
-    p.add_argument("--blocks", type=at_least(1), nargs="+", default=SweepConfig().blocks, help="K")
-    p.add_argument("--spawn-ratios", type=probability, nargs="+", default=SweepConfig().spawn_ratios, help="r")
-    p.add_argument("--pool-sizes", type=at_least(0), nargs="+", default=SweepConfig().pool_sizes)
-    p.add_argument("--workers", type=at_least(1), default=SweepConfig.workers,
-                   help="CPU processes of one thread each, one block size each; 1: this process, on all its threads")
-    p.add_argument("--out", type=Path, default=SWEEP_OUT)
-    p.set_defaults(run=sweep_command)
 
     p = commands.add_parser("eval", help="held-out accuracy, TPF of greedy Jacobi and repetition of models, per length bucket")
     p.add_argument("--models", "--model", nargs="+", default=["base"],

@@ -10,7 +10,7 @@ OWNERS = (
     generate,    # generate: decode your own prompt
     tiny,        # train-base: the embedded base model
     pipeline,    # collect, train, pipeline: trajectories, one training run, and every model in one command
-    bench,       # bench, sweep, eval, cost-model: the measurements
+    bench,       # bench, eval, cost-model: the measurements
     recipe,      # recipe: Jacobi Forcing on the real Qwen
     exactness,   # exactness: every decoder against generate on real prompts
     figures,     # figures: every PNG from the results files

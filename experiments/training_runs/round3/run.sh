@@ -29,6 +29,7 @@
 #   The round-2 model is the one shipped before the round-3 model: git archive 755a5a3 jacobi_min/checkpoints/jacobi-forcing
 #   | tar -x -C <folder> unpacks it; the rebuild is pipeline-cpu/run.sh's.
 # Each step is skipped when its output exists, so a rerun resumes (training from its snapshot).
+sweep="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/multiblock_sweep/run.py"  # the multi-block sweep
 set -euo pipefail
 work="$1"; round2="$2"; mkdir -p "$work"
 [ -f "$work/round3.jsonl" ] || python -m jacobi_min collect --model "$round2" --block-size 32 \
@@ -55,14 +56,14 @@ wait
 score scores_2.json r3-l100 r3-official
 # The multi-block sweep (30 long answers, the shipped sweep's settings) of the fastest third round, alone
 # on the machine so that its wall clock is not shared.
-[ -f "$work/sweep_r3-lr3e-4.json" ] || python -m jacobi_min sweep --model "$work/r3-lr3e-4" \
+[ -f "$work/sweep_r3-lr3e-4.json" ] || python "$sweep" --model "$work/r3-lr3e-4" \
     --out "$work/sweep_r3-lr3e-4.json" 2> "$work/sweep_r3-lr3e-4.log"
 train r3-l50 3e-4 50 0 --undivided-consistency &
 train r3-lr3e-4-s1 3e-4 30 1 --undivided-consistency &
 wait
 score scores_3.json r3-l50 r3-lr3e-4-s1
 # Plain Jacobi at n = 8 on the same model and problems (the wall-clock target's third block size).
-[ -f "$work/sweep_r3-lr3e-4-n8.json" ] || python -m jacobi_min sweep --model "$work/r3-lr3e-4" --block-sizes 8 \
+[ -f "$work/sweep_r3-lr3e-4-n8.json" ] || python "$sweep" --model "$work/r3-lr3e-4" --block-sizes 8 \
     --blocks 1 --pool-sizes 0 --out "$work/sweep_r3-lr3e-4-n8.json" 2> "$work/sweep_r3-lr3e-4-n8.log"
 # The fastest third round against the shipped model on 1,200 held-out problems per bucket (the
 # scoreboard's 300, then 900 more): is its accuracy cost larger than the 300 can show?
@@ -126,9 +127,9 @@ score scores_polish_keeplong.json polish-keeplong
 score_1200 scores_1200_polish_keeplong.json polish-keeplong "$work/polish-keeplong"
 # The multi-block sweeps of the 50-step AR-only polish and of the polish that keeps long answers' consistency
 # (the shipped sweep's settings, each alone on the machine).
-[ -f "$work/sweep_polish-3e-5-50.json" ] || python -m jacobi_min sweep --model "$work/polish-3e-5-50" \
+[ -f "$work/sweep_polish-3e-5-50.json" ] || python "$sweep" --model "$work/polish-3e-5-50" \
     --out "$work/sweep_polish-3e-5-50.json" 2> "$work/sweep_polish-3e-5-50.log"
-[ -f "$work/sweep_polish-keeplong.json" ] || python -m jacobi_min sweep --model "$work/polish-keeplong" \
+[ -f "$work/sweep_polish-keeplong.json" ] || python "$sweep" --model "$work/polish-keeplong" \
     --out "$work/sweep_polish-keeplong.json" 2> "$work/sweep_polish-keeplong.log"
 # The wrong answers of the shipped model and of the 50-step AR-only polish on the scoreboard's 300 per bucket.
 [ -f "$work/wrong_shipped.json" ] || python "$(dirname "$0")/wrong_answers.py" "$round2" "$work/wrong_shipped.json" &
@@ -147,8 +148,8 @@ average polished-ar-long "$work/polish-3e-5-50" "$work/polish-keeplong"
     --lengths short medium long --problems 300 --workers 2 --out "$work/scores_polishes_averaged.json" \
     2> "$work/eval_scores_polishes_averaged.json.log"
 score_1200 scores_1200_polishes_averaged.json polished-ar-long "$work/polished-ar-long/soup-0.5"
-# The multi-block sweep at n = 8 of that model (shipped since: its n = 16 and 32 sweep is figures/results/multiblock_sweep.json).
-[ -f "$work/sweep_polished-ar-long-n8.json" ] || python -m jacobi_min sweep --model "$work/polished-ar-long/soup-0.5" \
+# The multi-block sweep at n = 8 of that model (shipped since: its n = 16 and 32 sweep is experiments/multiblock_sweep/multiblock_sweep.json).
+[ -f "$work/sweep_polished-ar-long-n8.json" ] || python "$sweep" --model "$work/polished-ar-long/soup-0.5" \
     --block-sizes 8 --out "$work/sweep_polished-ar-long-n8.json" 2> "$work/sweep_polished-ar-long-n8.log"
 # The round-2 model averaged with its CPU rebuild (two runs of the round-2 recipe): does a seed average help there?
 if [ -n "${3:-}" ]; then

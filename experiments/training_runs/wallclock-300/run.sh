@@ -5,10 +5,11 @@
 # AR and the method interleaved per problem, alone on 2 cores. Written before the run: the number reported is
 # this one, whatever it is; the setting is not re-chosen on it.
 # Usage: run.sh <out folder>
+sweep="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/multiblock_sweep/run.py"  # the multi-block sweep
 set -euo pipefail
 work="$1"; mkdir -p "$work"
 source "$(dirname "$0")/../steps.sh"  # cost_model
-[ -f "$work/sweep_n16_k2_300.json" ] || python -m jacobi_min sweep --problems 300 --length long --block-sizes 16 \
+[ -f "$work/sweep_n16_k2_300.json" ] || python "$sweep" --problems 300 --length long --block-sizes 16 \
     --blocks 2 --spawn-ratios 0.25 --pool-sizes 0 --out "$work/sweep_n16_k2_300.json" 2> "$work/sweep.log"
 # Added after that run: the run above used one thread, so one of the machine's 2 cores sat idle. One forward of
 # k new tokens on 2 threads costs L(32)/L(1) = 2.18 against 2.41 on one (the shipped model, 200 tokens of
@@ -19,7 +20,7 @@ for t in 1 2; do
 done
 # The same setting, variants and problems in one process on both cores' threads (AR on 2 threads too), alone
 # on the machine. Written before the run: reported whatever it is, beside the one-thread number.
-[ -f "$work/sweep_n16_k2_300_2threads.json" ] || python -m jacobi_min sweep --problems 300 --length long \
+[ -f "$work/sweep_n16_k2_300_2threads.json" ] || python "$sweep" --problems 300 --length long \
     --block-sizes 16 --blocks 2 --spawn-ratios 0.25 --pool-sizes 0 --workers 1 \
     --out "$work/sweep_n16_k2_300_2threads.json" 2> "$work/sweep_2threads.log"
 # Added after that run (2.09x ours, 2.33x official, each against AR on 2 threads): a faster method, or a slower
