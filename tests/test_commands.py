@@ -68,25 +68,18 @@ def test_exactness_reports_every_decoder_exact_on_the_prompts_it_is_given(base, 
 def test_pipeline_passes_its_options_to_every_training_stage(monkeypatch, tmp_path):
     calls = record(monkeypatch, pipeline, "run", returns={})
     main(["pipeline", "--work", str(tmp_path), "--base", "some/model", "--train-prompts", "7", "--workers", "3",
-          "--stage", "cllm", "--train-seed", "4", "--lam", "2.5", "--cllm-lam", "6", "--out", str(tmp_path / "ckpt"),
-          "--rounds", "5", "--batch", "8"])
+          "--stage", "cllm", "--train-seed", "4", "--out", str(tmp_path / "ckpt"), "--batch", "8"])
     (cfg, work, stage), _ = calls[0]
     assert (work, stage, cfg.base, cfg.train_prompts, cfg.workers, cfg.batch, cfg.out) == (
         tmp_path, "cllm", "some/model", 7, 3, 8, tmp_path / "ckpt")
-    first, second, *late = (r.config for r in cfg.rounds)
-    assert (first.seed, second.seed, first.lam, second.lam, cfg.cllm_lam) == (4, 4, 2.5, 2.5, 6.0)
-    assert len(late) == 3 and all((c.seed, c.lam) == (4, pipeline.RECIPE["rounds 3-5"]["lam"]) for c in late)
+    assert [r.config.seed for r in cfg.rounds] == [4, 4, 4]
+    assert [(r.config.lam, r.config.lr) for r in cfg.rounds] == [(r.config.lam, r.config.lr) for r in pipeline.ROUNDS]
 
 
-def test_pipeline_without_lam_keeps_each_rounds_own(monkeypatch, tmp_path):
+def test_pipeline_defaults_to_the_shipped_rounds(monkeypatch, tmp_path):
     calls = record(monkeypatch, pipeline, "run", returns={})
     main(["pipeline", "--work", str(tmp_path)])
-    cfg = calls[0][0][0]
-    default = pipeline.PipelineConfig()
-    assert (cfg.rounds, cfg.cllm_lam) == (default.rounds, default.cllm_lam)
-    assert cfg.rounds == pipeline.ROUNDS[:3]  # the shipped model's rounds: 4 and 5 failed their seed check
-    with pytest.raises(SystemExit):
-        main(["pipeline", "--rounds", "6"])
+    assert calls[0][0][0] == pipeline.PipelineConfig()
 
 
 def test_bench_builds_its_config_from_the_arguments(monkeypatch, tmp_path, capsys):
@@ -164,19 +157,9 @@ def test_train_base_continues_a_checkpoint_with_its_tokenizer(tmp_path):
         tiny.train_base(tmp_path / "x", replace(SMALL, init=str(tmp_path / "nowhere")))
 
 
-def test_train_base_command_trains_for_the_given_steps(tmp_path, monkeypatch):
+def test_train_base_trains_the_shipped_bases_two_stages(tmp_path, monkeypatch):
     calls = record(monkeypatch, tiny, "train_base", returns={"parameters": 1})
-    main(["train-base", "--steps", "3", "--out", str(tmp_path)])
-    (out, cfg), _ = calls[0]
-    assert out == tmp_path and cfg == tiny.BaseConfig(steps=3)
-    main(["train-base", "--steps", "3", "--out", str(tmp_path), "--init", "ckpt", "--seed", "2",
-          "--bucket-weights", "0.7", "0.15", "0.15"])
-    assert calls[1][0][1] == tiny.BaseConfig(steps=3, init="ckpt", seed=2, bucket_weights=(0.7, 0.15, 0.15))
-
-
-def test_train_base_curriculum_trains_the_shipped_bases_two_stages(tmp_path, monkeypatch):
-    calls = record(monkeypatch, tiny, "train_base", returns={"parameters": 1})
-    main(["train-base", "--curriculum", "--out", str(tmp_path)])
+    main(["train-base", "--out", str(tmp_path)])
     assert [args for args, _ in calls] == [
         (tmp_path / "short-first", tiny.BaseConfig(steps=900, bucket_weights=(1.0, 0.0, 0.0), seed=0)),
         (tmp_path, tiny.BaseConfig(steps=3000, seed=1, init=str(tmp_path / "short-first")))]
@@ -185,12 +168,8 @@ def test_train_base_curriculum_trains_the_shipped_bases_two_stages(tmp_path, mon
         **shipped, "init": ""}
     (tmp_path / "short-first").mkdir()
     (tmp_path / "short-first" / "model.safetensors").write_bytes(b"")  # a finished first stage is kept
-    main(["train-base", "--curriculum", "--out", str(tmp_path)])
+    main(["train-base", "--out", str(tmp_path)])
     assert [args[0] for args, _ in calls[2:]] == [tmp_path]
-    with pytest.raises(SystemExit, match="--curriculum sets each stage's --steps itself"):
-        main(["train-base", "--curriculum", "--steps", "5", "--out", str(tmp_path)])
-    with pytest.raises(SystemExit, match="--curriculum sets each stage's --seed itself"):  # even at the default
-        main(["train-base", "--curriculum", "--seed", str(tiny.BaseConfig.seed), "--out", str(tmp_path)])
 
 
 def test_a_question_typed_with_or_without_its_label_gets_the_answer_line():

@@ -107,7 +107,7 @@ def test_save_checkpoint_writes_half_precision_and_leaves_the_model_as_it_was(tm
 
 
 def test_pipeline_runs_end_to_end_on_a_few_prompts_and_resumes(tmp_path, monkeypatch):
-    """Four rounds (rounds 3 and 4: two seeds side by side and two continuations, each pair averaged), the
+    """Three rounds (round 3: two seeds side by side and two continuations, each pair averaged), the
     CLLM baseline under the same two-phase schedule (the default stage); a rerun after an interruption
     resumes after the finished stages (it collects nothing and leaves their files untouched) and ends with
     the same weights; a rerun with other training settings in the same folder is refused instead of
@@ -115,9 +115,8 @@ def test_pipeline_runs_end_to_end_on_a_few_prompts_and_resumes(tmp_path, monkeyp
     tiny = TrainConfig(steps=3, batch_size=2)
     late = pipeline.Round(32, replace(tiny, lr=1e-4, lam=30.0), runs=2, right_only=True,
                           polishes={"ar": replace(tiny, steps=2, consistency_on=()), "long": replace(tiny, steps=2)})
-    rounds = (pipeline.Round(16, replace(tiny, lr=5e-4)), pipeline.Round(32, replace(tiny, lr=2e-4, lam=20.0)), late,
-              replace(late, block=16))
-    cfg = pipeline.PipelineConfig(train_prompts=4, rounds=rounds, cllm_lam=7.0, check=HeldOutCheck(every=10**9, problems=2),
+    rounds = (pipeline.Round(16, replace(tiny, lr=5e-4)), pipeline.Round(32, replace(tiny, lr=2e-4, lam=20.0)), late)
+    cfg = pipeline.PipelineConfig(train_prompts=4, rounds=rounds, check=HeldOutCheck(every=10**9, problems=2),
                                   out=tmp_path / "out")
     first = pipeline.run(cfg, tmp_path / "work", stage="jacobi-forcing")  # "interrupted" after Jacobi Forcing
     weights = jacobi_min.load(cfg.out / "jacobi-forcing")[0].state_dict()
@@ -127,7 +126,7 @@ def test_pipeline_runs_end_to_end_on_a_few_prompts_and_resumes(tmp_path, monkeyp
     models = pipeline.run(cfg, tmp_path / "work")  # the default: both checkpoints
     assert all(p.stat().st_mtime_ns == mtime for p, mtime in finished.items())
     rounds = {"round1", "train_round1", "round2", "train_round2"} | {
-        f"{prefix}round{i}{suffix}" for i in (3, 4) for prefix, suffix in
+        f"{prefix}round3{suffix}" for prefix, suffix in
         (("", ""), ("train_", "_s0"), ("train_", "_s1"), ("", "_polish_ar"), ("", "_polish_long"))}
     assert set(models) == {*rounds, "cllm_phase1", "cllm_phase2"}
     assert set(first) == rounds and all(models[k] == v for k, v in first.items())
@@ -135,18 +134,18 @@ def test_pipeline_runs_end_to_end_on_a_few_prompts_and_resumes(tmp_path, monkeyp
     assert all(torch.equal(weights[k], again[k]) for k in weights)
     round1 = trajectories.load(tmp_path / "work" / "round1.jsonl")
     assert len(round1) == 4 and max(len(b[-1]) for t in round1 for b in t["blocks"]) == 16
-    for name, rounds_in_log in (("jacobi-forcing", 4), ("cllm", 2)):
+    for name, rounds_in_log in (("jacobi-forcing", 3), ("cllm", 2)):
         log = [json.loads(line) for line in (cfg.out / name / "train_log.jsonl").read_text().splitlines()]
         assert [r["step"] for r in log] == list(range(4)) + [3 * r + s for r in range(1, rounds_in_log) for s in range(4)]
         assert [r.get("round", 1) for r in log] == [r for r in range(1, rounds_in_log + 1) for _ in range(4)]
         assert all(math.isfinite(r["loss"]) for r in log if r["step"] > 0 and "loss" in r)
         saved = json.loads((cfg.out / name / "train_config.json").read_text())
-        assert (saved["config"]["lr"], saved["config"]["lam"]) == ((1e-4, 30.0) if name == "jacobi-forcing" else (5e-4, 7.0))
+        assert (saved["config"]["lr"], saved["config"]["lam"]) == ((1e-4, 30.0) if name == "jacobi-forcing" else (5e-4, pipeline.RECIPE["cllm"]["lam"]))
         model, tokenizer = jacobi_min.load(cfg.out / name)
         prompt = tokenizer(task.problems("test", 1)[0].prompt)["input_ids"]
         assert jacobi_min.jacobi_decode(model, prompt, 16, 40).tokens == generate_greedy(model, prompt, 40)
     saved = json.loads((cfg.out / "jacobi-forcing" / "train_config.json").read_text())
-    assert set(saved["seconds"]) == rounds and [r["runs"] for r in saved["pipeline"]["rounds"]] == [1, 1, 2, 2]
+    assert set(saved["seconds"]) == rounds and [r["runs"] for r in saved["pipeline"]["rounds"]] == [1, 1, 2]
     cllm = json.loads((cfg.out / "cllm" / "train_config.json").read_text())
     assert cllm["phase1"]["lr"] == cllm["config"]["lr"] == 5e-4 and cllm["phase1"]["method"] == cllm["config"]["method"] == "cllm"
     assert cllm["config"]["label_smoothing"] == pipeline.RECIPE["cllm"]["label_smoothing"]
@@ -178,7 +177,7 @@ def test_round_3_averages_its_runs_and_keeps_only_right_answers(tmp_path, monkey
         pipeline.progressive_round(model, tokenizer, cfg, pipeline.Work(tmp_path / "all-wrong"), 3, {})
 
 
-@pytest.mark.parametrize("argv", [["eval", "--problems", "0"], ["demo", "--problems", "0"], ["train-base", "--steps", "0"],
+@pytest.mark.parametrize("argv", [["eval", "--problems", "0"], ["demo", "--problems", "0"],
                                   ["train", "--trajectories", "x", "--out", "y", "--window", "0"],
                                   ["train", "--trajectories", "x", "--out", "y", "--batch-size", "0"],
                                   ["train", "--trajectories", "x", "--out", "y", "--steps", "0"],
@@ -269,7 +268,7 @@ def test_adams_epsilon_bounds_the_first_step_of_a_weight_with_a_small_gradient(t
 
 
 # The recipe as commit 131e39f defined it (RECIPE, LATE, POLISH, POLISHES and ROUNDS in tools/pipeline.py, CLLM in
-# train.py, PipelineConfig.cllm_lam): its TrainConfig defaults, then what each training set on top of them. Its
+# train.py, PipelineConfig.cllm_lam; rounds 4 and 5 are gone since): its TrainConfig defaults, then what each training set on top of them. Its
 # defaults' weight_decay 0.0 is now fixed in `train`, and its eval_* fields moved to evaluate.HeldOutCheck.
 BEFORE_DEFAULTS = {"method": "jacobi-forcing", "schedule": "progressive", "window": 16, "random_offset": False,
                    "steps": 600, "batch_size": 8, "lr": 3e-4, "warmup_frac": 0.03, "adam_eps": 1e-8, "lam": 10.0,
@@ -279,7 +278,7 @@ BEFORE_DEFAULTS = {"method": "jacobi-forcing", "schedule": "progressive", "windo
 BEFORE = {
     "round 1": {"random_offset": True, "steps": 1600, "lr": 5e-4, "adam_eps": 1e-4},
     "round 2": {"random_offset": True, "steps": 800, "adam_eps": 1e-4},
-    "rounds 3-5": {"random_offset": True, "steps": 800, "adam_eps": 1e-4, "lam": 30.0, "undivided_consistency": True},
+    "round 3": {"random_offset": True, "steps": 800, "adam_eps": 1e-4, "lam": 30.0, "undivided_consistency": True},
     "polish ar": {"steps": 50, "lr": 3e-5, "adam_eps": 1e-4, "ar_on_prompt": False, "consistency_on": ()},
     "polish long": {"random_offset": True, "steps": 50, "lr": 3e-5, "adam_eps": 1e-4, "lam": 30.0, "ar_on_prompt": False,
                     "consistency_on": ("long",), "undivided_consistency": True},
@@ -295,19 +294,18 @@ def before(name: str, **changes) -> TrainConfig:
 
 
 def test_round_1_is_trainconfigs_defaults_and_the_table_builds_the_recipe_as_before():
-    """The same rounds with the same settings as before the table: n 16, 32, 32, 16, 16 over 4,000 prompts; two
-    averaged runs on right answers and the two polishes from round 3 on; CLLM's phases. The AR-only polish keeps
+    """The same rounds with the same settings as before the table: n 16, 32, 32 over 4,000 prompts; in round 3 two
+    averaged runs on right answers and the two polishes; CLLM's phases. The AR-only polish keeps
     round 1's random offset where it had none: it packs no noisy block, so the offset is never read
     (`test_an_ar_only_run_never_reads_the_schedule_offset`)."""
     assert TrainConfig() == before("round 1")
     cfg = pipeline.PipelineConfig(rounds=pipeline.ROUNDS)
-    assert pipeline.PipelineConfig().rounds == pipeline.ROUNDS[:pipeline.SHIPPED] == pipeline.ROUNDS[:3]
+    assert pipeline.PipelineConfig().rounds == pipeline.ROUNDS
     assert cfg.train_prompts == 4000 and cfg.check == HeldOutCheck(every=200, problems=40, block_size=16)
-    assert [(r.block, r.runs, r.right_only) for r in cfg.rounds] == [(16, 1, False), (32, 1, False)] + [
-        (n, 2, True) for n in (32, 16, 16)]
-    assert [r.config for r in cfg.rounds] == [before("round 1"), before("round 2")] + [before("rounds 3-5")] * 3
+    assert [(r.block, r.runs, r.right_only) for r in cfg.rounds] == [(16, 1, False), (32, 1, False), (32, 2, True)]
+    assert [r.config for r in cfg.rounds] == [before("round 1"), before("round 2"), before("round 3")]
     polishes = {"ar": before("polish ar", random_offset=True), "long": before("polish long")}
-    assert [r.polishes for r in cfg.rounds] == [{}, {}, polishes, polishes, polishes]
+    assert [r.polishes for r in cfg.rounds] == [{}, {}, polishes]
     assert pipeline.cllm_phases(cfg) == (before("cllm phase 1"), before("cllm phase 2"))
 
 
@@ -335,13 +333,12 @@ def test_the_shipped_checkpoints_record_the_recipe_table():
         assert record == {k: settings[k] for k in record}
 
 
-def test_a_training_seed_and_lambda_change_every_training_stage_and_nothing_else():
-    """The seed reaches every round and continuation; λ rounds 1 and 2 only (the later rounds keep theirs)."""
+def test_a_training_seed_changes_every_training_stage_and_nothing_else():
+    """The seed reaches every round and continuation."""
     cfg = pipeline.PipelineConfig()
-    seeded = pipeline.with_training(cfg, 2, lam=5.0)
-    for number, (old, new) in enumerate(zip(cfg.rounds, seeded.rounds), start=1):
-        changes = {"seed": 2, "lam": 5.0} if number <= 2 else {"seed": 2}
-        assert new == replace(old, config=replace(old.config, **changes),
+    seeded = pipeline.with_training(cfg, 2)
+    for old, new in zip(cfg.rounds, seeded.rounds):
+        assert new == replace(old, config=replace(old.config, seed=2),
                               polishes={k: replace(p, seed=2) for k, p in old.polishes.items()})
     assert replace(seeded, rounds=cfg.rounds) == cfg
 

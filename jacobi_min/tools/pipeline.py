@@ -7,7 +7,7 @@ from round 1. `ROUNDS` says what each round trains on; `progressive_round` runs 
     train `runs` copies of it (seeds s, s + 1, …) and average their weights:  θ̄ = (1/k) Σ θ_i
     continue the average with each of `polishes` (50 steps) and average again: θ = ½(θ_ar(θ̄) + θ_long(θ̄))
 
-Rounds 1 to 3 make the shipped model; `--rounds 5` adds rounds 4 and 5 (they failed their seed check:
+Rounds 1 to 3 make the shipped model (two more rounds of round 3's kind failed their seed check:
 docs/results.md). CLLM's trainer runs on round 1's trajectories for rounds 1 and 2's steps.
 
 Decision: the official recipe is two rounds (lr 1e-5, then 1e-6) on a 7B model; a tiny model needs
@@ -48,7 +48,7 @@ class Round:
 RECIPE = {  # every training of the recipe, as what it changes from round 1 (TrainConfig's defaults)
     "round 1": {},  # the base's n = 16 trajectories: 1,600 steps of 8, lr 5e-4, λ 10, AdamW ε 1e-4, random offset
     "round 2": {"steps": 800, "lr": 3e-4},  # the round-1 model's n = 32 trajectories
-    "rounds 3-5": {"steps": 800, "lr": 3e-4, "lam": 30.0, "undivided_consistency": True},  # no official 1/T; 2 seeds
+    "round 3": {"steps": 800, "lr": 3e-4, "lam": 30.0, "undivided_consistency": True},  # no official 1/T; 2 seeds
     "polish ar": {"steps": 50, "lr": 3e-5, "ar_on_prompt": False, "consistency_on": ()},  # from their average: AR only
     "polish long": {"steps": 50, "lr": 3e-5, "ar_on_prompt": False, "consistency_on": ("long",), "lam": 30.0,
                     "undivided_consistency": True},  # the same, long answers keeping their consistency loss
@@ -56,22 +56,16 @@ RECIPE = {  # every training of the recipe, as what it changes from round 1 (Tra
 }
 
 
-def late_round(block: int) -> Round:
-    return Round(block, TrainConfig(**RECIPE["rounds 3-5"]), runs=2, right_only=True,
-                 polishes={"ar": TrainConfig(**RECIPE["polish ar"]), "long": TrainConfig(**RECIPE["polish long"])})
-
-
 ROUNDS = (Round(16, TrainConfig(**RECIPE["round 1"])), Round(32, TrainConfig(**RECIPE["round 2"])),  # n = 16, then 32
-          late_round(32), late_round(16), late_round(16))  # 3: the shipped model; 4 and 5 with `--rounds 5`
-SHIPPED = 3  # the shipped model is round 3's: rounds 4 and 5 lost 0.58 points on short answers (docs/results.md)
+          Round(32, TrainConfig(**RECIPE["round 3"]), runs=2, right_only=True,  # the shipped model's last round
+                polishes={"ar": TrainConfig(**RECIPE["polish ar"]), "long": TrainConfig(**RECIPE["polish long"])}))
 
 
 @dataclass
 class PipelineConfig:
-    rounds: tuple = ROUNDS[:SHIPPED]
+    rounds: tuple = ROUNDS
     train_prompts: int = 4000
     max_new_tokens: int = task.MAX_ANSWER_TOKENS
-    cllm_lam: float = RECIPE["cllm"]["lam"]  # the CLLM baseline's λ (`--cllm-lam`; see `cllm_phases`)
     workers: int = 2
     batch: int = 16  # prompts decoded together in each worker's collection forwards
     seed: int = 0
@@ -81,14 +75,11 @@ class PipelineConfig:
     check: HeldOutCheck = field(default_factory=HeldOutCheck)  # the held-out check of every training run
 
 
-def with_training(cfg: PipelineConfig, seed: int, lam: float | None = None) -> PipelineConfig:
-    """`cfg` with every training run seeded by `seed` (a round's runs by seed, seed + 1, …) and, when
-    given, rounds 1 and 2 at AR weight `lam` (CLLM keeps `cllm_lam`)."""
-    def seeded(r: Round, number: int) -> Round:
-        changes = {"seed": seed} if lam is None or number > 2 else {"seed": seed, "lam": lam}
-        return replace(r, config=replace(r.config, **changes),
-                       polishes={k: replace(p, seed=seed) for k, p in r.polishes.items()})
-    return replace(cfg, rounds=tuple(seeded(r, i) for i, r in enumerate(cfg.rounds, start=1)))
+def with_training(cfg: PipelineConfig, seed: int) -> PipelineConfig:
+    """`cfg` with every training run seeded by `seed` (a round's runs by seed, seed + 1, …)."""
+    def seeded(r: Round) -> Round:
+        return replace(r, config=replace(r.config, seed=seed), polishes={k: replace(p, seed=seed) for k, p in r.polishes.items()})
+    return replace(cfg, rounds=tuple(seeded(r) for r in cfg.rounds))
 
 
 def prompts(tokenizer, count: int, seed: int) -> list[list[int]]:
@@ -268,9 +259,9 @@ def trained(work: Work, name: str, model, tokenizer, traj: list[dict], config: T
 
 
 def cllm_phases(cfg: PipelineConfig) -> tuple[TrainConfig, TrainConfig]:
-    """The CLLM baseline's phases: rounds 1 and 2 with CLLM's changes at λ = `cllm_lam`, both at round 1's lr
-    (round 2's is for Jacobi Forcing's re-collected trajectories), phase 2 at seed + 1 (else phase 1's batches)."""
-    changes, (round1, round2) = {**RECIPE["cllm"], "lam": cfg.cllm_lam}, (r.config for r in cfg.rounds[:2])
+    """The CLLM baseline's phases: rounds 1 and 2 with CLLM's changes, both at round 1's lr (round 2's is
+    for Jacobi Forcing's re-collected trajectories), phase 2 at seed + 1 (else phase 1's batches)."""
+    changes, (round1, round2) = RECIPE["cllm"], (r.config for r in cfg.rounds[:2])
     return replace(round1, **changes), replace(round2, **changes, lr=round1.lr, seed=round2.seed + 1)
 
 
@@ -368,10 +359,8 @@ def collect_command(args, model, tokenizer) -> None:
 
 
 def pipeline_command(args) -> None:
-    cfg = with_training(PipelineConfig(rounds=ROUNDS[:args.rounds], base=args.base, device=args.device, out=args.out,
-                                       train_prompts=args.train_prompts, workers=args.workers, batch=args.batch,
-                                       cllm_lam=args.cllm_lam),
-                        args.train_seed, args.lam)
+    cfg = with_training(PipelineConfig(base=args.base, device=args.device, out=args.out, train_prompts=args.train_prompts,
+                                       workers=args.workers, batch=args.batch), args.train_seed)
     print(run(cfg, args.work, args.stage))
 
 
@@ -422,16 +411,8 @@ def add_pipeline(commands) -> None:
     p.add_argument("--workers", type=at_least(1), default=PipelineConfig.workers,
                    help="CPU processes for trajectory collection (and training runs side by side)")
     batch_arg(p)
-    p.add_argument("--rounds", type=int, default=SHIPPED, choices=range(1, len(ROUNDS) + 1),
-                   help=f"build the first ROUNDS rounds of pipeline.ROUNDS (default {SHIPPED}, the shipped model; "
-                        f"5 adds the two rounds that failed their seed check)")
     p.add_argument("--stage", default="models", choices=list(STAGES),
                    help="models (default): both checkpoints; or one stage only: jacobi-forcing (every round) or cllm")
     p.add_argument("--train-seed", type=at_least(0), default=0,
                    help="seed of the training batches and noisy states (the trajectories stay the same)")
-    p.add_argument("--lam", type=at_least(0.0, float), default=None,
-                   help=f"λ, the AR loss weight of Jacobi Forcing's rounds 1 and 2 (default "
-                        f"{TrainConfig.lam}; rounds 3 to 5 keep {RECIPE['rounds 3-5']['lam']})")
-    p.add_argument("--cllm-lam", type=at_least(0.0, float), default=PipelineConfig.cllm_lam,
-                   help="λ of the CLLM baseline")
     p.set_defaults(run=pipeline_command)

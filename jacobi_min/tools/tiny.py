@@ -1,6 +1,6 @@
 """The embedded default model: a tiny Qwen2 trained from scratch on the task.
 
-Three pieces, each rebuilt by `python -m jacobi_min train-base`:
+Three pieces, rebuilt by `python -m jacobi_min train-base`:
 
 1. a byte-level BPE tokenizer trained on the training split with Qwen2's own
    normalizer and pre-tokenizer (numbers split into single digits), saved as a
@@ -16,11 +16,9 @@ Three pieces, each rebuilt by `python -m jacobi_min train-base`:
    fills about `tokens_per_step` tokens from it, so a batch of short answers
    is not padded to the length of a long one.
 
-`train-base --init DIR` continues a trained checkpoint instead (its tokenizer
-kept, the weights in float32) for a second warm-up and cosine cycle on freshly
-drawn problems (`--seed`). `train-base --curriculum`
-rebuilds the shipped base that way (`CURRICULUM`): short stories first, then the
-full mix from those weights.
+The shipped base trains in two stages (`CURRICULUM`, `train_curriculum`): short
+stories first, then the full mix from those weights (`BaseConfig.init`: the
+tokenizer kept, a second warm-up and cosine cycle on freshly drawn problems).
 """
 import json
 import time
@@ -34,7 +32,6 @@ from transformers import Qwen2Config, Qwen2ForCausalLM, Qwen2Tokenizer
 
 from ..utils import lr_at, restore, snapshot
 from . import task
-from .cli import at_least
 
 EOS, PAD = "<|endoftext|>", "<|pad|>"
 CURRICULUM = ({"steps": 900, "bucket_weights": (1.0, 0.0, 0.0), "seed": 0},  # the shipped base's two stages
@@ -191,29 +188,10 @@ def starting_point(cfg: BaseConfig, train: list[task.Problem]):
     return tokenizer, Qwen2ForCausalLM.from_pretrained(cfg.init, dtype=torch.float32)
 
 
-def train_base_command(args) -> None:
-    staged = {"steps": args.steps, "init": args.init or None, "seed": args.seed,
-              "bucket_weights": tuple(args.bucket_weights) if args.bucket_weights else None}
-    given = {name: value for name, value in staged.items() if value is not None}
-    if not args.curriculum:
-        print(train_base(args.out, BaseConfig(**given)))
-    elif given:
-        flags = ", ".join("--" + name.replace("_", "-") for name in given)
-        raise ValueError(f"--curriculum sets each stage's {flags} itself; leave them out")
-    else:
-        print(train_curriculum(args.out))
-
-
 def add_commands(commands) -> None:
-    p = commands.add_parser("train-base", help="train the embedded tiny Qwen2 and its tokenizer (~45 min on 2 cores)")
+    p = commands.add_parser("train-base", help="train the embedded tiny Qwen2 and its tokenizer as shipped: 900 steps of "
+                                               "short stories (seed 0, to OUT/short-first), then 3,000 of the full mix "
+                                               "from those weights (seed 1, to OUT); ~100 min on 2 cores")
     p.add_argument("--out", type=Path, default=Path("runs/base"),
-                   help="resumes from OUT/resume.pt when present; jacobi_min/checkpoints/base rebuilds the shipped model")
-    p.add_argument("--steps", type=at_least(1), help=f"default {BaseConfig.steps}")
-    p.add_argument("--init", default="", help="continue from this checkpoint (its tokenizer kept) with a new warm-up and cosine")
-    p.add_argument("--seed", type=int, help=f"seed of the training problems and the order (default {BaseConfig.seed})")
-    p.add_argument("--bucket-weights", type=float, nargs=3, metavar=("SHORT", "MEDIUM", "LONG"),
-                   help=f"how often each step draws from each length bucket (default {BaseConfig.bucket_weights})")
-    p.add_argument("--curriculum", action="store_true",
-                   help="the shipped base's recipe in one command: 900 steps of short stories (seed 0, to "
-                        "OUT/short-first), then 3,000 of the full mix from those weights (seed 1, to OUT); ~100 min")
-    p.set_defaults(run=train_base_command)
+                   help="each stage resumes from its resume.pt when present; jacobi_min/checkpoints/base rebuilds the shipped model")
+    p.set_defaults(run=lambda args: print(train_curriculum(args.out)))
