@@ -5,8 +5,9 @@
 writes experiments/figures/training_runs.png (accuracy against TPF of every training run,
 experiments/training_runs.json), frontier_why.png (CLLM's ingredients added to Jacobi Forcing one
 at a time, training_runs/frontier-why/) and long_answer_positions.png (long answers by kind of
-position, training_runs/round4/), each stamped with the digest of its inputs. docs/results.md
-shows them.
+position, training_runs/round4/) and noise_schedule_ablation.png (iterations per token of each
+noise schedule, training_runs/schedules/noise_schedules.json), each stamped with the digest of its
+inputs. docs/results.md shows them.
 """
 import json
 from pathlib import Path
@@ -146,6 +147,49 @@ def long_answer_positions(margins: dict, corrections: dict):
     return fig
 
 
+def ablation(summary: dict):
+    """One panel per study: mean iterations per token over seeds (a labelled point), each seed (small
+    dots), and the paper's value for the three schedules (a hollow diamond beside ours). Points, not
+    bars: the axis is zoomed onto the values, so that their differences show, and a bar would mislead
+    from a non-zero origin."""
+    studies, paper = summary["studies"], summary["paper"]["iterations_per_token"]
+    widths = [len(data["runs"]) + 1 for data in studies]
+    fig, axes = plt.subplots(1, len(studies), figsize=(4.5 + 1.1 * sum(widths), 4.5), squeeze=False,
+                             gridspec_kw={"width_ratios": widths})
+    for ax, data in zip(axes[0], studies):
+        ablation_panel(ax, data, paper)
+    axes[0][-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+    return fig
+
+
+def ablation_panel(ax, data: dict, paper: dict) -> None:
+    """One study of noise_schedules.json on `ax`: each variant's seeds, their mean and the paper's value."""
+    names = list(data["runs"])
+    for i, name in enumerate(names):
+        values = [r["iterations_per_token"] for r in data["runs"][name]]
+        mean = sum(values) / len(values)
+        colour = "#1f77b4" if name in paper else "#7f7f7f"
+        ax.errorbar(i, mean, yerr=[[mean - min(values)], [max(values) - mean]], marker="o", ms=8, capsize=4,
+                    color=colour, label="here: mean over seeds (bar: min–max)" if i == 0 else None)
+        ax.scatter([i] * len(values), values, color="black", s=10, zorder=3)
+        accuracy = sum(r["accuracy"] for r in data["runs"][name]) / len(values)
+        ax.annotate(f"{mean:.3f}\n{100 * accuracy:.0f}% right", (i, mean), xytext=(10, 0), textcoords="offset points",
+                    va="center", fontsize=8)
+        if name in paper:
+            ax.scatter(i - 0.25, paper[name], marker="D", facecolor="none", edgecolor="#d62728", s=50,
+                       label="the paper (7B, its own scale)" if name == "progressive" else None)
+            ax.annotate(f"{paper[name]:.2f}", (i - 0.25, paper[name]), xytext=(-8, 0),
+                        textcoords="offset points", ha="right", va="center", fontsize=8, color="#d62728")
+    ax.set_xticks(range(len(names)), [f"{n.replace(', ', ',' + chr(10))}\n({len(data['runs'][n])} seed"
+                                      f"{'s' * (len(data['runs'][n]) > 1)})" for n in names], fontsize=8)
+    ax.set_xlim(-0.8, len(names) - 0.3)
+    ax.set_ylabel("iterations per token (lower is better)")
+    start = {"offset 0": "every schedule starts at block 0 (the paper's)",
+             "random offset": "each example starts at a random block (the shipped recipe)"}.get(data.get("offset"), "")
+    ax.set_title(f"{start}\nround 1, {data['steps']} steps, n = {data['block_size']}, {data['problems']} held-out "
+                 f"{data['length']} answers", fontsize=9)
+
+
 def jobs(runs: Path, bench: Path, runs_dir: Path = RUNS) -> dict:
     """figure name -> (its input files, a function drawing it) for every figure whose inputs exist."""
     out = {}
@@ -160,6 +204,9 @@ def jobs(runs: Path, bench: Path, runs_dir: Path = RUNS) -> dict:
         read = lambda path: json.loads(path.read_text())
         out["frontier_why.png"] = ([runs, *arms, *sweeps.values()], lambda: frontier_why(
             read(runs), [read(path) for path in arms], {label: read(path) for label, path in sweeps.items()}))
+    schedules = runs_dir / "schedules" / "noise_schedules.json"
+    if schedules.exists():
+        out["noise_schedule_ablation.png"] = ([schedules], lambda: ablation(json.loads(schedules.read_text())))
     round4 = runs_dir / "round4"
     positions = [round4 / "margins_1200.json", round4 / "corrections_300.json"]
     if all(path.exists() for path in positions):

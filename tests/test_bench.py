@@ -82,18 +82,13 @@ def test_bench_decoders_equal_generate_on_every_model():
 
 def test_figures_rebuild_from_results_only(tiny_results, tmp_path):
     results = tiny_results.parent
-    runs = {k: [{"seed": 0, "iterations_per_token": v, "accuracy": 0.9}, {"seed": 1, "iterations_per_token": v + 0.01,
-                                                                              "accuracy": 0.95}]
-            for k, v in [("progressive", 0.4), ("random", 0.45), ("reverse", 0.5)]}
-    study = {"steps": 10, "block_size": 16, "problems": 5, "length": "long", "runs": runs}
-    schedules = results / "noise_schedules.json"
-    schedules.write_text(json.dumps({"studies": [study, {**study, "offset": "offset 0"}]}))
     row = {"exact": 2, "total": 2, "first_divergence": [None, None], "tpf": [1.02, 1.06], "seconds": [3.0, 4.0]}
     report = {"methods": {"jacobi n=4": row, "prompt lookup": row}, "reference_seconds": [2.0, 3.0],
               "meta": {"model": "qwen", "dtype": "torch.float32", "max_new_tokens": 8}}
     (results / "qwen_exactness_float32.json").write_text(json.dumps(report))
     costs = {"k": [1, 2, 4], "latency_s": [0.1, 0.12, 0.2], "context": 8}
-    (results / "qwen_cost_model_float32.json").write_text(json.dumps(costs))
+    cost_file = results / "qwen_cost_model_float32.json"
+    cost_file.write_text(json.dumps(costs))
     stage = lambda tpf: {"accuracy": 0.5, "finished": 1, "methods": {"jacobi n=16": {"tpf": tpf, "speedup": 0.5 * tpf}}}
     recipe = {"settings": {"eval_prompts": 2, "max_new_tokens": 8, "block_size": 16, "train": {"lam": 10.0}},
               "trajectories": 3, "log": [{"step": s, "loss": 3.0 / s, "ar": 0.1 / s, "consistency": 2.0 / s} for s in range(1, 5)], "before": stage(1.1), "after": stage(1.6),
@@ -106,13 +101,13 @@ def test_figures_rebuild_from_results_only(tiny_results, tmp_path):
     written = figures.build(results, out)
     names = {p.name for p in written}
     assert names == {"speedup_vs_answer_length.png", "tpf_vs_answer_length.png", "accuracy_vs_speedup.png",
-                     "acceptance_histogram.png", "cost_model.png", "noise_schedule_ablation.png", "training_curves.png",
+                     "acceptance_histogram.png", "cost_model.png", "training_curves.png",
                      "real_qwen.png", "qwen_jacobi_forcing.png"}
     for p in written:
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000
     assert figures.stale(results, out) == []
-    schedules.write_text(json.dumps({"studies": [{**study, "steps": 11}]}))
-    assert figures.stale(results, out) == ["noise_schedule_ablation.png"]
+    cost_file.write_text(json.dumps({**costs, "context": 9}))
+    assert figures.stale(results, out) == ["real_qwen.png"]
     figures.build(results, out)
     assert figures.stale(results, out) == []
 

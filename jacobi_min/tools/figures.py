@@ -1,7 +1,6 @@
 """Rebuild every PNG in `figures/` from the results files in `figures/results/` only (no model is run).
 
-Inputs: `benchmark.json` (bench), `noise_schedules.json` (the noise-schedule studies, summarised by their
-experiment's script), `training_curves.json`
+Inputs: `benchmark.json` (bench), `training_curves.json`
 (the shipped checkpoints' training logs, summarised by `write_training_summary`: `figures --training-logs`),
 and for the real Qwen `qwen_exactness_float32.json` (exactness; optional `_extra.json` and
 `_multiblock.json`: more methods, each against its own `generate` runs) with `qwen_cost_model_float32.json`
@@ -147,51 +146,6 @@ def batch_speedup(results: dict):
                  f"{results['threads']} thread", fontsize=10)
     ax.legend(fontsize=8, ncol=3)
     return fig
-
-
-PAPER_ABLATION = {"progressive": 0.48, "random": 0.53, "reverse": 0.62}  # the paper's iterations per token
-
-
-def ablation(studies: list[dict]):
-    """One panel per study: mean iterations per token over seeds (a labelled point), each seed (small
-    dots), and the paper's value for the three schedules (a hollow diamond beside ours). Points, not
-    bars: the axis is zoomed onto the values, so that their differences show, and a bar would mislead
-    from a non-zero origin."""
-    widths = [len(data["runs"]) + 1 for data in studies]
-    fig, axes = plt.subplots(1, len(studies), figsize=(4.5 + 1.1 * sum(widths), 4.5), squeeze=False,
-                             gridspec_kw={"width_ratios": widths})
-    for ax, data in zip(axes[0], studies):
-        ablation_panel(ax, data)
-    axes[0][-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
-    return fig
-
-
-def ablation_panel(ax, data: dict) -> None:
-    """One study of noise_schedules.json on `ax`: each variant's seeds, their mean and the paper's value."""
-    names = list(data["runs"])
-    for i, name in enumerate(names):
-        values = [r["iterations_per_token"] for r in data["runs"][name]]
-        mean = sum(values) / len(values)
-        colour = "#1f77b4" if name in PAPER_ABLATION else "#7f7f7f"
-        ax.errorbar(i, mean, yerr=[[mean - min(values)], [max(values) - mean]], marker="o", ms=8, capsize=4,
-                    color=colour, label="here: mean over seeds (bar: min–max)" if i == 0 else None)
-        ax.scatter([i] * len(values), values, color="black", s=10, zorder=3)
-        accuracy = sum(r["accuracy"] for r in data["runs"][name]) / len(values)
-        ax.annotate(f"{mean:.3f}\n{100 * accuracy:.0f}% right", (i, mean), xytext=(10, 0), textcoords="offset points",
-                    va="center", fontsize=8)
-        if name in PAPER_ABLATION:
-            ax.scatter(i - 0.25, PAPER_ABLATION[name], marker="D", facecolor="none", edgecolor="#d62728", s=50,
-                       label="the paper (7B, its own scale)" if name == "progressive" else None)
-            ax.annotate(f"{PAPER_ABLATION[name]:.2f}", (i - 0.25, PAPER_ABLATION[name]), xytext=(-8, 0),
-                        textcoords="offset points", ha="right", va="center", fontsize=8, color="#d62728")
-    ax.set_xticks(range(len(names)), [f"{n.replace(', ', ',' + chr(10))}\n({len(data['runs'][n])} seed"
-                                      f"{'s' * (len(data['runs'][n]) > 1)})" for n in names], fontsize=8)
-    ax.set_xlim(-0.8, len(names) - 0.3)
-    ax.set_ylabel("iterations per token (lower is better)")
-    start = {"offset 0": "every schedule starts at block 0 (the paper's)",
-             "random offset": "each example starts at a random block (the shipped recipe)"}.get(data.get("offset"), "")
-    ax.set_title(f"{start}\nround 1, {data['steps']} steps, n = {data['block_size']}, {data['problems']} held-out "
-                 f"{data['length']} answers", fontsize=9)
 
 
 NAMES = {"jacobi-forcing": "Jacobi Forcing", "cllm": "CLLM"}  # the checkpoints whose training is drawn
@@ -351,9 +305,6 @@ def jobs(results_dir: Path) -> dict[str, tuple[list[Path], object]]:
     batches = results_dir / "batch_throughput.json"
     if batches.exists():
         out["batch_speedup.png"] = ([batches], lambda: batch_speedup(read(batches)))
-    schedules = results_dir / "noise_schedules.json"
-    if schedules.exists():
-        out["noise_schedule_ablation.png"] = ([schedules], lambda: ablation(read(schedules)["studies"]))
     reports = [r for r in (results_dir / f"qwen_exactness_float32{part}.json" for part in ("", "_extra", "_multiblock"))
                if r.exists()]
     costs = results_dir / "qwen_cost_model_float32.json"

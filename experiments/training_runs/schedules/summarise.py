@@ -1,18 +1,20 @@
-"""The noise-schedule studies in one small file: figures/results/noise_schedules.json, which
-`python -m jacobi_min figures` draws as figures/noise_schedule_ablation.png.
+"""The noise-schedule studies in one small file: noise_schedules.json beside this script (with the
+paper's values), which `python experiments/lab_figures.py` draws as experiments/figures/noise_schedule_ablation.png.
 
     python experiments/training_runs/schedules/summarise.py <work folder> <offset0 work folder> [out]
 
 The work folders are those of `run.sh <trajectories> <work folder>` and `run.sh … <work folder> offset0`:
 one `eval` file `<schedule>-s<seed>.json` per run beside the run's folder (its `train_config.json`). The
 random schedule takes no offset, so the study from block 0 takes its runs from the first folder. Each study
-is written in the layout `figures.ablation` draws (one study: its settings and each schedule's runs).
+is written in the layout `lab_figures.ablation` draws (one study: its settings and each schedule's runs).
 """
 import json
 import sys
 from pathlib import Path
 
 SCHEDULES = ("progressive", "random", "reverse")
+PAPER = {"iterations_per_token": {"progressive": 0.48, "random": 0.53, "reverse": 0.62},
+         "source": "the paper's noise-schedule ablation (a 7B model, its own scale)"}
 SEEDS = 3
 
 
@@ -52,9 +54,9 @@ def study(paths: list[Path]) -> dict:
             "runs": runs}
 
 
-def main(work: Path, offset0: Path, out: Path = Path("figures/results/noise_schedules.json")) -> None:
+def main(work: Path, offset0: Path, out: Path = Path(__file__).with_name("noise_schedules.json")) -> None:
     studies = [study(files(offset0, random_from=work)), study(files(work))]
-    out.write_text(json.dumps({"studies": studies}, indent=1) + "\n")
+    out.write_text(json.dumps({"paper": PAPER, "studies": studies}, indent=1) + "\n")
     print(out)
 
 
