@@ -82,6 +82,21 @@ def test_pipeline_defaults_to_the_shipped_rounds(monkeypatch, tmp_path):
     assert calls[0][0][0] == pipeline.PipelineConfig()
 
 
+def test_pipeline_stage_baselines_trains_both_families_once_into_out(monkeypatch, tmp_path):
+    """`pipeline --stage baselines`: block diffusion, then the drafter, from the base, each to OUT/<name>, no
+    trajectories collected; a rerun in the same work folder reads the finished stages back."""
+    monkeypatch.setattr(pipeline, "collect", lambda *args: pytest.fail("the baselines collect no trajectories"))
+    diffusion = record(monkeypatch, pipeline, "train_diffusion", returns=[{"step": 1, "loss": 1.0}])
+    drafter = record(monkeypatch, pipeline, "train_drafter", returns=[{"step": 1, "loss": 2.0}])
+    argv = ["pipeline", "--stage", "baselines", "--work", str(tmp_path / "work"), "--out", str(tmp_path / "out")]
+    main(argv)
+    main(argv)
+    assert [args[1] for args, _ in diffusion] == [tmp_path / "out" / "block-diffusion"]
+    assert [args[1] for args, _ in drafter] == [tmp_path / "out" / "drafter"]
+    model, tokenizer = diffusion[0][0][0]
+    assert type(model).__name__ == "Qwen2ForCausalLM" and tokenizer.eos_token == "<|endoftext|>"
+
+
 def test_bench_builds_its_config_from_the_arguments(monkeypatch, tmp_path, capsys):
     runs = record(monkeypatch, bench, "run", returns=[])
     monkeypatch.setattr(bench, "format_table", lambda rows: "table")

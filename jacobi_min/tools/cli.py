@@ -15,7 +15,7 @@ from ..model import load
 from . import qwen
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-MODEL_HELP = "embedded name (base, jacobi-forcing, cllm), qwen2.5-coder-0.5b-instruct, directory or hub id"
+MODEL_HELP = "embedded name (base, jacobi-forcing, cllm, block-diffusion, drafter), qwen2.5-coder-0.5b-instruct, directory or hub id"
 
 
 def device_args(parser, dtype: bool = True) -> None:

@@ -41,13 +41,6 @@ def save(fig, path: Path, sources: list[Path]) -> None:
     plt.close(fig)
 
 
-def by_method(rows: list[dict]) -> dict[str, list[dict]]:
-    out = {}
-    for r in rows:
-        out.setdefault(r["method"], []).append(r)
-    return out
-
-
 def metric_vs_length(results: dict, key: str, ylabel: str):
     """One line per method and block size across the length buckets; error bars: the range over
     chunks of problems where the results hold one (speedups)."""
@@ -116,7 +109,8 @@ def cost_model(results: dict):
                    "matrix kernels change with k)", fontsize=10)
     rows = [r for b in results["buckets"].values() for r in b["methods"]
             if r["predicted_speedup"] is not None and r["method"] != "AR"]
-    for method, pts in by_method(rows).items():
+    for method in dict.fromkeys(r["method"] for r in rows):  # in order of first appearance
+        pts = [r for r in rows if r["method"] == method]
         right.scatter([r["predicted_speedup"] for r in pts], [r["speedup_median"] for r in pts],
                       color=COLORS[method], label=method)
     top = max([r["predicted_speedup"] for r in rows] + [r["speedup_median"] for r in rows] + [1.0])

@@ -26,6 +26,7 @@ from pathlib import Path
 import torch
 
 from .. import trajectories
+from ..baselines import train_diffusion, train_drafter
 from ..train import BUCKETS, METHODS, TrainConfig, save_checkpoint
 from ..trajectories import SCHEDULES
 from ..utils import atomic_write, pmap
@@ -243,7 +244,7 @@ def averaged_runs(model, tokenizer, traj: list[dict], runs: dict[str, TrainConfi
         return trained(work, name, model, tokenizer, traj, config, cfg.check)
 
     if len(runs) > 1 and cfg.workers > 1 and cfg.device == "cpu":
-        side_by_side([partial(run, name, config) for name, config in runs.items()])
+        pmap(lambda job: job(), [partial(run, name, config) for name, config in runs.items()], len(runs))
     logs, states = [], []
     for name, config in runs.items():
         logs.append(run(name, config))
@@ -284,27 +285,29 @@ def cllm(cfg: PipelineConfig, work: Work) -> None:
 def models(cfg: PipelineConfig, work: Work) -> None:
     """Jacobi Forcing's rounds and the CLLM baseline: on CPU with workers > 1 side by side,
     one process each (round 1 trains beside CLLM's phases)."""
+    round1_trajectories(cfg, work)  # first: the two side by side would both collect them
     if cfg.workers > 1 and cfg.device == "cpu":
-        side_by_side([partial(jacobi_forcing, cfg, work), partial(cllm, cfg, work)])
+        pmap(lambda job: job(), [partial(jacobi_forcing, cfg, work), partial(cllm, cfg, work)], 2)  # a process each
     else:
         jacobi_forcing(cfg, work)
         cllm(cfg, work)
 
 
-def side_by_side(jobs: list) -> None:
-    """Run each job() in a process of its own (one thread each), and wait for all of them."""
-    pmap(lambda job: job(), jobs, len(jobs))
+def baselines(cfg: PipelineConfig, work: Work) -> None:
+    """The families the paper argues against by their pre-registered recipes (`jacobi_min.baselines`), to out/<name>."""
+    base = load_model(cfg.base, cfg.device)
+    for name, train in (("block-diffusion", train_diffusion), ("drafter", train_drafter)):
+        work.result(f"baseline_{name}", lambda: train(base, cfg.out / name))  # each resumes mid-run
 
 
-STAGES = {"models": models, "jacobi-forcing": jacobi_forcing, "cllm": cllm}
+STAGES = {"models": models, "jacobi-forcing": jacobi_forcing, "cllm": cllm, "baselines": baselines}
 
 
 def run(cfg: PipelineConfig = PipelineConfig(), folder: Path = Path("runs/pipeline"), stage: str = "models") -> dict:
     """One stage of the pipeline, resuming after the stages an earlier run in `folder` finished;
-    returns the wall time of each stage in seconds. Round 1's trajectories come first. `models`
-    (the default) trains both checkpoints."""
+    returns the wall time of each stage in seconds. `models` (the default) trains both checkpoints,
+    `baselines` the two families beside them."""
     work = Work(folder)
-    round1_trajectories(cfg, work)
     STAGES[stage](cfg, work)
     return work.times
 
@@ -412,7 +415,8 @@ def add_pipeline(commands) -> None:
                    help="CPU processes for trajectory collection (and training runs side by side)")
     batch_arg(p)
     p.add_argument("--stage", default="models", choices=list(STAGES),
-                   help="models (default): both checkpoints; or one stage only: jacobi-forcing (every round) or cllm")
+                   help="models (default): both checkpoints; or one stage: jacobi-forcing (every round), cllm, or "
+                        "baselines (block diffusion and the drafter, ~1 h)")
     p.add_argument("--train-seed", type=at_least(0), default=0,
                    help="seed of the training batches and noisy states (the trajectories stay the same)")
     p.set_defaults(run=pipeline_command)
