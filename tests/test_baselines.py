@@ -11,7 +11,6 @@ from jacobi_min import greedy_decode
 from jacobi_min.baselines import DiffusionConfig, DrafterConfig, Speculative, build_drafter
 from jacobi_min.baselines import diffusion_decode, train_diffusion, train_drafter
 from jacobi_min.baselines.diffusion import Context, block_causal, masked_views, packed_mask, unmask
-from jacobi_min.model import embedded_names
 from jacobi_min.packing import CLEAN, NOISY, PROMPT, pack
 from jacobi_min.tools import task
 from tests.conftest import generate_greedy, tiny_model
@@ -169,10 +168,9 @@ def base():
 
 
 def drafters(base_model):
-    """A fresh, untrained drafter (lossless whatever it drafts) and the shipped one once it exists."""
+    """A fresh, untrained drafter (lossless whatever it drafts) and the shipped one."""
     yield "fresh", build_drafter(base_model)
-    if "drafter" in embedded_names():
-        yield "embedded", jacobi_min.load("drafter")[0]
+    yield "embedded", jacobi_min.load("drafter")[0]
 
 
 def test_assisted_generation_with_the_drafter_equals_greedy_generate(base):

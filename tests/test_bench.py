@@ -7,17 +7,21 @@ import torch
 
 import jacobi_min
 from jacobi_min.tools import bench, figures, task, throughput, timing
+from jacobi_min.baselines.drafter import ForwardCounter
 from jacobi_min.jacobi import DecodeResult
 from tests.conftest import generate_greedy
 
 pytestmark = pytest.mark.xdist_group("test_bench")  # one worker: the tiny benchmark run
-METHODS = {"AR", "prompt lookup", "Jacobi (base)", "CLLM", "CLLM + MR", "Jacobi Forcing", "Jacobi Forcing + MR"}
+LOSSLESS = {"AR", "prompt lookup", "Jacobi (base)", "CLLM", "CLLM + MR", "Jacobi Forcing", "Jacobi Forcing + MR",
+            "draft model, k = 4"}
+METHODS = LOSSLESS | {"block diffusion τ = 0.9"}
+FAMILIES = dict(thresholds=[0.9], draft_tokens=[4])  # one point of each family's grid
 
 
 @pytest.fixture(scope="module")
 def tiny_results(tmp_path_factory):
     out = tmp_path_factory.mktemp("results") / "benchmark.json"
-    cfg = bench.BenchConfig(problems=2, block_sizes=[16], chunks=1, cost_ks=[1, 2, 4, 8, 16, 32])
+    cfg = bench.BenchConfig(problems=2, block_sizes=[16], chunks=1, cost_ks=[1, 2, 4, 8, 16, 32], **FAMILIES)
     bench.run(cfg, out)
     return out
 
@@ -39,13 +43,16 @@ def test_results_file_schema(tiny_results):
                     "speedup_range", "speedup_with_prefill_median", "predicted_speedup", "tokens", "forwards",
                     "accepted_histogram"} <= set(r)
             assert r["tps_range"][0] <= r["tps_median"] <= r["tps_range"][1]
-            assert r["identical_to_model_ar"] == 2  # lossless: its own model's greedy AR output
+            if r["method"] in LOSSLESS:  # its own model's greedy AR output (the drafter's: the base's)
+                assert r["identical_to_model_ar"] == 2
+            else:  # block diffusion, held to the base's AR output
+                assert r["model"] == "block-diffusion" and 0 <= r["identical_to_model_ar"] <= 2
         ar = bucket["methods"][0]
         assert ar["method"] == "AR" and ar["tpf"] == 1.0 and ar["speedup_median"] == 1.0
         assert ar["predicted_speedup"] == pytest.approx(1.0)
         for r in bucket["methods"]:  # accuracy is the model's: every decoder reproduces its greedy output
-            same_model = [m["accuracy"] for m in bucket["methods"] if m["model"] == r["model"]]
-            assert same_model == [r["accuracy"]] * len(same_model)
+            same_model = [m["accuracy"] for m in bucket["methods"] if m["model"] == r["model"] and m["method"] in LOSSLESS]
+            assert r["method"] not in LOSSLESS or same_model == [r["accuracy"]] * len(same_model)
     assert len(bench.format_table(results).splitlines()) == sum(2 + len(b["methods"]) for b in results["buckets"].values())
 
 
@@ -62,20 +69,23 @@ def test_bench_counts_a_decoder_that_leaves_its_models_ar_output(monkeypatch, tm
         return rows
 
     monkeypatch.setattr(bench, "methods", one_inexact)
-    cfg = bench.BenchConfig(problems=2, lengths=["short"], block_sizes=[4], chunks=1, cost_ks=[1, 2], workers=1)
+    cfg = bench.BenchConfig(problems=2, lengths=["short"], block_sizes=[4], chunks=1, cost_ks=[1, 2], workers=1,
+                            thresholds=[], draft_tokens=[4])
     rows = bench.run(cfg, tmp_path / "benchmark.json")["buckets"]["short"]["methods"]
-    assert {r["method"]: r["identical_to_model_ar"] for r in rows} == {m: 0 if m == "CLLM" else 2 for m in METHODS}
+    assert {r["method"]: r["identical_to_model_ar"] for r in rows} == {m: 0 if m == "CLLM" else 2 for m in LOSSLESS}
 
 
 def test_bench_decoders_equal_generate_on_every_model():
-    """Every Jacobi method of the benchmark reproduces `generate` of its model, on held-out prompts of every bucket."""
+    """Every lossless method of the benchmark (Jacobi's, prompt lookup, the base with its drafter at every k)
+    reproduces `generate` of its model, on held-out prompts of every bucket; block diffusion is not lossless."""
     models = {name: jacobi_min.load(name)[0] for name in bench.MODELS}
     tokenizer = jacobi_min.load()[1]
-    models["counter"] = {"jacobi-forcing": bench.ForwardCounter(models["jacobi-forcing"])}
-    rows = bench.methods(models, bench.BenchConfig(block_sizes=[16]))
+    models["counter"] = {"jacobi-forcing": ForwardCounter(models["jacobi-forcing"])}
+    rows = [r for r in bench.methods(models, bench.BenchConfig(block_sizes=[16])) if r["model"] != "block-diffusion"]
+    assert sum(r["method"].startswith("draft model") for r in rows) == 3
     for length in task.BUCKETS:
         ids = tokenizer(task.problems("test", 1, seed=7, length=length)[0].prompt)["input_ids"]
-        expected = {name: generate_greedy(models[name], ids, task.MAX_ANSWER_TOKENS) for name in bench.MODELS}
+        expected = {name: generate_greedy(models[name], ids, task.MAX_ANSWER_TOKENS) for name in ("base", "cllm", "jacobi-forcing")}
         for row in rows:
             assert row["run"](ids).tokens == expected[row["model"]], (length, row["method"])
 
@@ -100,7 +110,7 @@ def test_figures_rebuild_from_results_only(tiny_results, tmp_path):
     out.mkdir()
     written = figures.build(results, out)
     names = {p.name for p in written}
-    assert names == {"speedup_vs_answer_length.png", "tpf_vs_answer_length.png", "accuracy_vs_speedup.png",
+    assert names == {"speedup_vs_answer_length.png", "tpf_vs_answer_length.png", "accuracy_vs_speedup.png", "accuracy_vs_tpf.png",
                      "acceptance_histogram.png", "cost_model.png", "training_curves.png",
                      "real_qwen.png", "qwen_jacobi_forcing.png"}
     for p in written:

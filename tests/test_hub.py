@@ -147,4 +147,4 @@ def test_wheel_carries_the_embedded_checkpoints(tmp_path):
             "names = embedded_names(); [load(n) for n in names]; print(jacobi_min.__file__, *names)")
     where, *names = python_in(tmp_path, code, path=tmp_path / "site").split()
     assert Path(where).is_relative_to(tmp_path / "site")
-    assert names == ["base", "cllm", "jacobi-forcing"]
+    assert names == ["base", "block-diffusion", "cllm", "drafter", "jacobi-forcing"]

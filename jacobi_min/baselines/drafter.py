@@ -6,9 +6,9 @@ first disagreement, or after the k-th). Greedy, the output is p's greedy output 
 (Leviathan et al. 2023, Chen et al. 2023). transformers runs it: `generate(…, assistant_model=q,
 do_sample=False)`. `Speculative` fixes the draft length (num_assistant_tokens = k, schedule
 "constant", assistant_confidence_threshold 0: no early stop of a draft) and counts the forwards of
-both models with bench's `ForwardCounter`; tokens per target forward is the TPF of the other
-decoders (`bench.generate_result`: the first target forward, prompt and first drafts together,
-counts as the prefill).
+both models (`ForwardCounter`); tokens per target forward is the TPF of the other decoders
+(`generate_result`, which bench's prompt-lookup row uses too: the first target forward, prompt and
+first drafts together, counts as the prefill).
 
 The drafter (`build_drafter`): the base's embeddings, its first two layers and final norm, as a
 Qwen2 of its own on the same tokenizer (tied head). Decision: two layers, not one: the answers copy
@@ -29,13 +29,14 @@ numbers would spend its capacity on what it is never asked.
 import copy
 from dataclasses import dataclass
 
+import torch
+
 from ..jacobi import DecodeResult
 from ..losses import ar_loss
 from ..packing import collate, pack
 from ..train import length_groups
 from ..utils import as_int, check_inputs
 from ..tools import task
-from ..tools.bench import ForwardCounter, generate_result
 from .training import Recipe, draw, fit, greedy_answers, starting_model
 
 
@@ -56,6 +57,31 @@ def build_drafter(base, layers: int = 2):
     drafter.load_state_dict({name: weight for name, weight in base.state_dict().items() if name in own})
     drafter.generation_config = copy.deepcopy(base.generation_config)
     return drafter.to(base.device).eval()
+
+
+class ForwardCounter:
+    """Counts a model's forward calls (for `generate`, whose loop we do not own)."""
+
+    def __init__(self, model):
+        self.count = 0
+        model.register_forward_pre_hook(self._hook)
+
+    def _hook(self, module, args):
+        self.count += 1
+
+
+def generate_result(model, counter: ForwardCounter, ids: list[int], max_new_tokens: int, **kwargs) -> DecodeResult:
+    """transformers' greedy `generate` (optionally with prompt lookup) as a DecodeResult.
+
+    Only the number of forwards is known, so `accepted` spreads the tokens evenly over them.
+    """
+    x = torch.tensor([ids], device=model.device)
+    before = counter.count
+    out = model.generate(x, attention_mask=torch.ones_like(x), do_sample=False, max_new_tokens=max_new_tokens,
+                         pad_token_id=model.generation_config.pad_token_id, **kwargs)
+    tokens = out[0, len(ids):].tolist()
+    forwards = counter.count - before - 1  # the prefill is not a decoding forward
+    return DecodeResult(tokens, accepted=[(len(tokens) - 1) / max(forwards, 1)] * forwards)
 
 
 class Speculative:

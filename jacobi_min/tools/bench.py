@@ -15,7 +15,9 @@ split into `chunks`; each chunk gives one TPS per method, and the table
 reports the median and range over chunks. Accuracy does not depend on the
 decoder: every method must reproduce its own model's greedy AR output, and
 the results file counts, per method, the problems where it did (the base's
-AR is the timed AR row; the trained models' AR runs untimed).
+AR is the timed AR row; the trained models' AR runs untimed). The families the paper argues
+against (`families`) are held to the base's AR: the base with its drafter must equal it, block
+diffusion is not lossless and the count says how often it does.
 
 Commands: `bench`, `eval` (held-out scores of any models) and `cost-model`.
 """
@@ -29,6 +31,8 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
+from ..baselines import Speculative, diffusion_decode
+from ..baselines.drafter import ForwardCounter, generate_result
 from ..jacobi import DecodeResult, greedy_decode, jacobi_decode
 from ..model import load
 from ..multiblock import multiblock_decode
@@ -41,7 +45,7 @@ from .timing import cost_model, machine, predicted_speedup, prefill_time, timed,
 RESULTS = Path("figures/results")  # relative to the current folder: a clone's own results
 BENCHMARK_OUT = RESULTS / "benchmark.json"
 MULTIBLOCK = {"blocks": 2, "spawn_ratio": 0.25, "pool_size": 4}  # among the best TPF of the multi-block sweep (docs/results.md)
-MODELS = ("base", "cllm", "jacobi-forcing")
+MODELS = ("base", "cllm", "jacobi-forcing", "block-diffusion", "drafter")
 
 
 @dataclass
@@ -53,37 +57,14 @@ class BenchConfig:
     max_new_tokens: int = task.MAX_ANSWER_TOKENS
     prompt_lookup_tokens: int = 10
     multiblock: dict = field(default_factory=lambda: dict(MULTIBLOCK))
+    thresholds: list[float] = field(default_factory=lambda: [0.5, 0.7, 0.9, 0.99])  # block diffusion's τ, n = 16
+    draft_tokens: list[int] = field(default_factory=lambda: [2, 4, 8])  # the drafter's k (docs/results.md's grid)
     cost_ks: list[int] = field(default_factory=lambda: [1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128])
     cost_context: int = 160  # tokens in the cache while L(k) is measured: about a mean answer's midpoint
     workers: int = 2
     seed: int = 0
     device: str = "cpu"
     dtype: str = "float32"
-
-
-class ForwardCounter:
-    """Counts a model's forward calls (for `generate`, whose loop we do not own)."""
-
-    def __init__(self, model):
-        self.count = 0
-        model.register_forward_pre_hook(self._hook)
-
-    def _hook(self, module, args):
-        self.count += 1
-
-
-def generate_result(model, counter: ForwardCounter, ids: list[int], max_new_tokens: int, **kwargs) -> DecodeResult:
-    """transformers' greedy `generate` (optionally with prompt lookup) as a DecodeResult.
-
-    Only the number of forwards is known, so `accepted` spreads the tokens evenly over them.
-    """
-    x = torch.tensor([ids], device=model.device)
-    before = counter.count
-    out = model.generate(x, attention_mask=torch.ones_like(x), do_sample=False, max_new_tokens=max_new_tokens,
-                         pad_token_id=model.generation_config.pad_token_id, **kwargs)
-    tokens = out[0, len(ids):].tolist()
-    forwards = counter.count - before - 1  # the prefill is not a decoding forward
-    return DecodeResult(tokens, accepted=[(len(tokens) - 1) / max(forwards, 1)] * forwards)
 
 
 def methods(models: dict, cfg: BenchConfig) -> list[dict]:
@@ -107,7 +88,17 @@ def methods(models: dict, cfg: BenchConfig) -> list[dict]:
             {"method": "Jacobi Forcing + MR", "model": "jacobi-forcing", "n": n,
              "run": lambda ids, n=n: multiblock_decode(jf, ids, n, n_max, **cfg.multiblock)},
         ]
-    return rows
+    return rows + families(models, cfg)
+
+
+def families(models: dict, cfg: BenchConfig) -> list[dict]:
+    """The families the paper argues against, each held to the base's AR output: block diffusion at
+    each threshold τ (n = 16, not lossless) and the base with its drafter at each draft length k."""
+    n_max, speculative = cfg.max_new_tokens, Speculative(models["base"], models["drafter"])
+    return [{"method": f"block diffusion τ = {t}", "model": "block-diffusion", "reference": "base", "n": 16,
+             "run": lambda ids, t=t: diffusion_decode(models["block-diffusion"], ids, 16, t, n_max)} for t in cfg.thresholds] + [
+            {"method": f"draft model, k = {k}", "model": "base", "n": k,
+             "run": lambda ids, k=k: speculative(ids, n_max, k)} for k in cfg.draft_tokens]
 
 
 def summarise(row: dict, ar: dict, latency, ks) -> dict:
@@ -159,7 +150,7 @@ def run_bucket(cfg: BenchConfig, length: str) -> dict:
     for i, p in enumerate(tqdm(problems, desc=f"benchmark ({length})")):
         ids = tokenizer(p.prompt)["input_ids"]
         pre = prefill_time(models["base"], ids)
-        references = {name: greedy_decode(models[name], ids, cfg.max_new_tokens).tokens for name in MODELS if name != "base"}
+        references = {name: greedy_decode(models[name], ids, cfg.max_new_tokens).tokens for name in ("cllm", "jacobi-forcing")}
         for row in rows:
             result, seconds = timed(row["run"], ids)
             if i % chunk == 0 and len(row["chunks"]) < cfg.chunks:
@@ -167,7 +158,7 @@ def run_bucket(cfg: BenchConfig, length: str) -> dict:
             if row["method"] == "AR":  # the base's greedy AR output is the timed AR row's
                 references["base"] = result.tokens
             correct = task.is_correct(tokenizer.decode(result.tokens), p.answer)
-            record(row, result, seconds, pre, correct, references[row["model"]])
+            record(row, result, seconds, pre, correct, references[row.get("reference", row["model"])])
     return {"rows": [{k: v for k, v in r.items() if k != "run"} for r in rows],
             "answer_tokens": rows[0]["tokens"] / len(problems) + 1}
 
@@ -203,12 +194,12 @@ def format_table(results: dict) -> str:
         lo, hi = task.BUCKETS[length]
         lines.append(f"{length} answers ({lo}-{hi} tokens, mean {bucket['answer_tokens']:.0f}), "
                      f"{bucket['problems']} held-out problems")
-        lines.append(f"  {'method':22s} {'model':15s} {'n':>3s} {'TPF':>6s} {'speedup':>8s} {'range':>13s} "
+        lines.append(f"  {'method':24s} {'model':15s} {'n':>3s} {'TPF':>6s} {'speedup':>8s} {'range':>13s} "
                      f"{'+prefill':>8s} {'predicted':>9s} {'accuracy':>8s} {'same as AR':>10s}")
         for r in bucket["methods"]:
             pred = f"{r['predicted_speedup']:.2f}x" if r["predicted_speedup"] else "-"
             same = f"{r['identical_to_model_ar']}/{bucket['problems']}"
-            lines.append(f"  {r['method']:22s} {r['model']:15s} {r['block_size']:3d} {r['tpf']:6.2f} "
+            lines.append(f"  {r['method']:24s} {r['model']:15s} {r['block_size']:3d} {r['tpf']:6.2f} "
                          f"{r['speedup_median']:7.2f}x [{r['speedup_range'][0]:.2f}, {r['speedup_range'][1]:.2f}] "
                          f"{r['speedup_with_prefill_median']:7.2f}x {pred:>9s} {100 * r['accuracy']:7.1f}% {same:>10s}")
     return "\n".join(lines)

@@ -37,10 +37,11 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
+from ..baselines.drafter import ForwardCounter, generate_result
 from ..jacobi import jacobi_decode
 from ..multiblock import multiblock_decode
 from . import realtasks
-from .bench import MULTIBLOCK, ForwardCounter, generate_result
+from .bench import MULTIBLOCK
 from .cli import at_least, model_args, with_model
 
 

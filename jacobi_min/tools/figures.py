@@ -20,6 +20,7 @@ from .plots import acceptance_histogram
 
 FIGURES = Path("figures")  # relative to the current folder: run from a clone, it rebuilds the clone's figures
 JACOBI_METHODS = ["Jacobi (base)", "CLLM", "CLLM + MR", "Jacobi Forcing", "Jacobi Forcing + MR"]
+FAMILIES = {"block diffusion": ("#8c564b", "v"), "draft model": ("#e377c2", "D")}  # colour, marker
 SOURCE_KEY = "Source-SHA256"  # PNG text chunk: the digest of the figure's input files
 COLORS = {"AR": "grey", "prompt lookup": "#9467bd", "Jacobi (base)": "#1f77b4", "CLLM": "#ff7f0e",
           "CLLM + MR": "#d4a017", "Jacobi Forcing": "#2ca02c", "Jacobi Forcing + MR": "#d62728"}
@@ -39,6 +40,14 @@ def save(fig, path: Path, sources: list[Path]) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120, bbox_inches="tight", metadata={SOURCE_KEY: digest(sources)})
     plt.close(fig)
+
+
+def look(method: str) -> tuple[str, str]:
+    """A method's colour and marker; a family the paper argues against by the start of its name."""
+    family = next((f for f in FAMILIES if method.startswith(f)), None)
+    if family:
+        return FAMILIES[family]
+    return COLORS[method], "^" if method == "prompt lookup" else "s" if method.endswith("MR") else "o"
 
 
 def metric_vs_length(results: dict, key: str, ylabel: str):
@@ -69,23 +78,47 @@ def metric_vs_length(results: dict, key: str, ylabel: str):
     return fig
 
 
-def accuracy_vs_speedup(results: dict):
-    """Every method and block size, one panel per length bucket; x error bars: range over chunks."""
+def bucket_panels(results: dict, draw, xlabel: str):
+    """One panel per length bucket drawn by draw(ax, bucket), sharing the accuracy axis; the legend below them."""
     buckets = results["buckets"]
     fig, axes = plt.subplots(1, len(buckets), figsize=(5 * len(buckets), 4.2), sharey=True, squeeze=False)
     for ax, (length, bucket) in zip(axes[0], buckets.items()):
-        for r in bucket["methods"]:
-            lo, hi = r["speedup_range"]
-            marker = "^" if r["method"] == "prompt lookup" else "s" if r["method"].endswith("MR") else "o"
-            ax.errorbar(r["speedup_median"], 100 * r["accuracy"], xerr=[[r["speedup_median"] - lo], [hi - r["speedup_median"]]],
-                        marker=marker, capsize=3, ls="none", color=COLORS[r["method"]],
-                        label=f"{r['method']} ({r['model']}, n = {r['block_size']})")
-        ax.set_xlabel("wall-clock speedup over AR (median, prefill excluded)")
+        draw(ax, bucket)
+        ax.set_xlabel(xlabel)
         ax.set_title(f"{length} answers, {bucket['problems']} problems", fontsize=10)
     axes[0][0].set_ylabel("accuracy (%)")
     handles, labels = axes[0][-1].get_legend_handles_labels()
     fig.legend(handles, labels, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, 0), ncol=3)  # below the panels
     return fig
+
+
+def accuracy_vs_speedup(results: dict):
+    """Every method and block size, one panel per length bucket; x error bars: range over chunks."""
+    def draw(ax, bucket):
+        for r in bucket["methods"]:
+            lo, hi = r["speedup_range"]
+            colour, marker = look(r["method"])
+            ax.errorbar(r["speedup_median"], 100 * r["accuracy"], xerr=[[r["speedup_median"] - lo], [hi - r["speedup_median"]]],
+                        marker=marker, capsize=3, ls="none", color=colour,
+                        label=f"{r['method']} ({r['model']}, n = {r['block_size']})")
+    return bucket_panels(results, draw, "wall-clock speedup over AR (median, prefill excluded)")
+
+
+def accuracy_vs_tpf(results: dict):
+    """Accuracy against TPF, one panel per length bucket: block diffusion's threshold curve (τ at each
+    point) beside every other method's point."""
+    def draw(ax, bucket):
+        curve = [r for r in bucket["methods"] if r["method"].startswith("block diffusion")]
+        if curve:  # a results file from before the families has none
+            ax.plot([r["tpf"] for r in curve], [100 * r["accuracy"] for r in curve], marker="v",
+                    color=FAMILIES["block diffusion"][0], label="block diffusion at thresholds τ (n = 16)")
+        for r in curve:
+            ax.annotate(r["method"].removeprefix("block diffusion "), (r["tpf"], 100 * r["accuracy"]), xytext=(4, 4),
+                        textcoords="offset points", fontsize=7)
+        for r in (r for r in bucket["methods"] if r not in curve):
+            colour, marker = look(r["method"])
+            ax.scatter(r["tpf"], 100 * r["accuracy"], color=colour, marker=marker, label=f"{r['method']} (n = {r['block_size']})")
+    return bucket_panels(results, draw, "tokens per forward (the draft model: per forward of the base)")
 
 
 def acceptance(results: dict, length: str = "long", block_size: int = 16):
@@ -112,7 +145,7 @@ def cost_model(results: dict):
     for method in dict.fromkeys(r["method"] for r in rows):  # in order of first appearance
         pts = [r for r in rows if r["method"] == method]
         right.scatter([r["predicted_speedup"] for r in pts], [r["speedup_median"] for r in pts],
-                      color=COLORS[method], label=method)
+                      color=look(method)[0], label=method)
     top = max([r["predicted_speedup"] for r in rows] + [r["speedup_median"] for r in rows] + [1.0])
     right.plot([0, top], [0, top], ls="--", color="grey", label="measured = predicted")
     right.set_xlabel("predicted speedup  TPF·L(1)/L(n_eff)  (n_eff: tokens fed per forward)")
@@ -294,6 +327,7 @@ def jobs(results_dir: Path) -> dict[str, tuple[list[Path], object]]:
         out |= {"speedup_vs_answer_length.png": ([bench], lambda: metric_vs_length(read(bench), "speedup_median", "speedup over AR")),
                 "tpf_vs_answer_length.png": ([bench], lambda: metric_vs_length(read(bench), "tpf", "tokens per forward")),
                 "accuracy_vs_speedup.png": ([bench], lambda: accuracy_vs_speedup(read(bench))),
+                "accuracy_vs_tpf.png": ([bench], lambda: accuracy_vs_tpf(read(bench))),
                 "acceptance_histogram.png": ([bench], lambda: acceptance(read(bench))),
                 "cost_model.png": ([bench], lambda: cost_model(read(bench)))}
     batches = results_dir / "batch_throughput.json"
