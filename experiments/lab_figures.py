@@ -6,7 +6,7 @@ writes experiments/figures/training_runs.png (accuracy against TPF of every trai
 experiments/training_runs.json), frontier_why.png (CLLM's ingredients added to Jacobi Forcing one
 at a time, training_runs/frontier-why/) and long_answer_positions.png (long answers by kind of
 position, training_runs/round4/) and noise_schedule_ablation.png (iterations per token of each
-noise schedule, training_runs/schedules/noise_schedules.json), each stamped with the digest of its
+noise schedule, figures/results/noise_schedules.json), each stamped with the digest of its
 inputs. docs/results.md shows them.
 """
 import json
@@ -204,7 +204,7 @@ def jobs(runs: Path, bench: Path, runs_dir: Path = RUNS) -> dict:
         read = lambda path: json.loads(path.read_text())
         out["frontier_why.png"] = ([runs, *arms, *sweeps.values()], lambda: frontier_why(
             read(runs), [read(path) for path in arms], {label: read(path) for label, path in sweeps.items()}))
-    schedules = runs_dir / "schedules" / "noise_schedules.json"
+    schedules = bench.with_name("noise_schedules.json")  # beside the benchmark, in figures/results/
     if schedules.exists():
         out["noise_schedule_ablation.png"] = ([schedules], lambda: ablation(json.loads(schedules.read_text())))
     round4 = runs_dir / "round4"

@@ -9,7 +9,7 @@ process, on its threads; the thread count is written to the output).
     python experiments/multiblock_sweep/run.py --model DIR --problems 300 --block-sizes 16 --blocks 2 \\
         --spawn-ratios 0.25 --pool-sizes 0 --out sweep.json          # one setting, as the wall-clock runs use it
 
-Output (default: multiblock_sweep.json beside this script): {model, problems, length, threads,
+Output (default: figures/results/multiblock_sweep.json, from the repository's root): {model, problems, length, threads,
 machine, rows: [{block_size, blocks, spawn_ratio, pool_size, official, tpf, speedup}]}.
 """
 import argparse
@@ -59,7 +59,7 @@ def main() -> None:
     p.add_argument("--spawn-ratios", type=float, nargs="+", default=[0.25, 0.85], help="r")
     p.add_argument("--pool-sizes", type=int, nargs="+", default=[0, 4])
     p.add_argument("--workers", type=int, default=2, help="processes of one thread, one block size each")
-    p.add_argument("--out", type=Path, default=Path(__file__).with_name("multiblock_sweep.json"))
+    p.add_argument("--out", type=Path, default=Path("figures/results/multiblock_sweep.json"))
     args = p.parse_args()
     parts = pmap(partial(block_size, args), args.block_sizes, args.workers, "multi-block sweep")
     rows = [row for part in parts for row in part]

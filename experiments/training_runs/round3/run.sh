@@ -148,7 +148,7 @@ average polished-ar-long "$work/polish-3e-5-50" "$work/polish-keeplong"
     --lengths short medium long --problems 300 --workers 2 --out "$work/scores_polishes_averaged.json" \
     2> "$work/eval_scores_polishes_averaged.json.log"
 score_1200 scores_1200_polishes_averaged.json polished-ar-long "$work/polished-ar-long/soup-0.5"
-# The multi-block sweep at n = 8 of that model (shipped since: its n = 16 and 32 sweep is experiments/multiblock_sweep/multiblock_sweep.json).
+# The multi-block sweep at n = 8 of that model (shipped since: its n = 16 and 32 sweep is figures/results/multiblock_sweep.json).
 [ -f "$work/sweep_polished-ar-long-n8.json" ] || python "$sweep" --model "$work/polished-ar-long/soup-0.5" \
     --block-sizes 8 --out "$work/sweep_polished-ar-long-n8.json" 2> "$work/sweep_polished-ar-long-n8.log"
 # The round-2 model averaged with its CPU rebuild (two runs of the round-2 recipe): does a seed average help there?

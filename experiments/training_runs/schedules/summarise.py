@@ -1,4 +1,4 @@
-"""The noise-schedule studies in one small file: noise_schedules.json beside this script (with the
+"""The noise-schedule studies in one small file: figures/results/noise_schedules.json (with the
 paper's values), which `python experiments/lab_figures.py` draws as experiments/figures/noise_schedule_ablation.png.
 
     python experiments/training_runs/schedules/summarise.py <work folder> <offset0 work folder> [out]
@@ -54,7 +54,7 @@ def study(paths: list[Path]) -> dict:
             "runs": runs}
 
 
-def main(work: Path, offset0: Path, out: Path = Path(__file__).with_name("noise_schedules.json")) -> None:
+def main(work: Path, offset0: Path, out: Path = Path("figures/results/noise_schedules.json")) -> None:
     studies = [study(files(offset0, random_from=work)), study(files(work))]
     out.write_text(json.dumps({"paper": PAPER, "studies": studies}, indent=1) + "\n")
     print(out)
