@@ -21,7 +21,7 @@ FAMILIES = dict(thresholds=[0.9], draft_tokens=[4])  # one point of each family'
 @pytest.fixture(scope="module")
 def tiny_results(tmp_path_factory):
     out = tmp_path_factory.mktemp("results") / "benchmark.json"
-    cfg = bench.BenchConfig(problems=2, block_sizes=[16], chunks=1, cost_ks=[1, 2, 4, 8, 16, 32], **FAMILIES)
+    cfg = bench.BenchConfig(problems=1, block_sizes=[16], chunks=1, cost_ks=[1, 4, 16], **FAMILIES)
     bench.run(cfg, out)
     return out
 
@@ -33,7 +33,7 @@ def test_results_file_schema(tiny_results):
     assert results["meta"]["machine"] == timing.machine()
     assert {"torch", "transformers"} <= set(results["meta"]["machine"])
     assert list(results["buckets"]) == list(task.BUCKETS)
-    assert len(results["cost_model"]["k"]) == len(results["cost_model"]["latency_s"]) == 6
+    assert len(results["cost_model"]["k"]) == len(results["cost_model"]["latency_s"]) == 3
     for length, bucket in results["buckets"].items():
         lo, hi = task.BUCKETS[length]
         assert lo <= bucket["answer_tokens"] <= hi
@@ -44,9 +44,9 @@ def test_results_file_schema(tiny_results):
                     "accepted_histogram"} <= set(r)
             assert r["tps_range"][0] <= r["tps_median"] <= r["tps_range"][1]
             if r["method"] in LOSSLESS:  # its own model's greedy AR output (the drafter's: the base's)
-                assert r["identical_to_model_ar"] == 2
+                assert r["identical_to_model_ar"] == 1
             else:  # block diffusion, held to the base's AR output
-                assert r["model"] == "block-diffusion" and 0 <= r["identical_to_model_ar"] <= 2
+                assert r["model"] == "block-diffusion" and 0 <= r["identical_to_model_ar"] <= 1
         ar = bucket["methods"][0]
         assert ar["method"] == "AR" and ar["tpf"] == 1.0 and ar["speedup_median"] == 1.0
         assert ar["predicted_speedup"] == pytest.approx(1.0)
