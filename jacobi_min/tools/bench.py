@@ -262,7 +262,7 @@ def cost_model_command(args, model, tokenizer) -> None:
 
 def add_commands(commands) -> None:
     p = commands.add_parser("bench", help="every method on held-out problems of each length bucket: TPF, speedup, "
-                                          "accuracy, cost model (~30 min on 2 cores)")
+                                          "accuracy, cost model; the baselines' rows too (~80 min on 2 cores)")
     p.add_argument("--problems", type=at_least(1), help="per length bucket (default: 300; with --batch, 128)")
     p.add_argument("--lengths", nargs="+", default=list(task.BUCKETS), choices=list(task.BUCKETS))
     p.add_argument("--block-sizes", type=at_least(1), nargs="+", default=BenchConfig().block_sizes)

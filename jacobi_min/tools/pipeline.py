@@ -408,7 +408,8 @@ def add_pipeline(commands) -> None:
     p.add_argument("--base", default="base", help=f"model to start from: {MODEL_HELP}")
     device_args(p, dtype=False)
     p.add_argument("--out", type=Path, default=PipelineConfig.out,
-                   help="checkpoints go to OUT/jacobi-forcing and OUT/cllm (jacobi_min/checkpoints rebuilds the shipped ones)")
+                   help="checkpoints go to OUT/<name> (jacobi-forcing, cllm; the baselines: block-diffusion, drafter); "
+                        "jacobi_min/checkpoints rebuilds the shipped ones")
     p.add_argument("--train-prompts", type=at_least(1), default=PipelineConfig.train_prompts,
                    help="training prompts whose trajectories are collected in each round")
     p.add_argument("--workers", type=at_least(1), default=PipelineConfig.workers,
