@@ -12,8 +12,6 @@ import importlib.util
 import json
 import math
 import os
-import tempfile
-from pathlib import Path
 
 import pytest
 import torch
@@ -321,19 +319,7 @@ def test_recipe_dry_run_runs_the_gpu_presets_steps_on_the_tiny_model(tmp_path, c
     assert "accuracy" in capsys.readouterr().out
 
 
-@pytest.fixture
-def memory_tmp(tmp_path):
-    """A folder in memory (/dev/shm) where the machine has one, else tmp_path: the recipe below writes about
-    3 GB of checkpoints, and on a slow disk the writing takes longer than the training."""
-    shm = Path("/dev/shm")
-    if not (shm.is_dir() and os.access(shm, os.W_OK)):
-        yield tmp_path
-        return
-    with tempfile.TemporaryDirectory(dir=shm) as folder:
-        yield Path(folder)
-
-
-def test_recipe_end_to_end_on_the_real_model(qwen_model, datasets, memory_tmp):
+def test_recipe_end_to_end_on_the_real_model(qwen_model, datasets, tmp_path):
     """The whole recipe at a tiny setting: one training question (so every step sees the same
     batch), a few steps; the loss is finite and falls, the checkpoint reloads and decodes exactly."""
     from dataclasses import replace
@@ -342,7 +328,7 @@ def test_recipe_end_to_end_on_the_real_model(qwen_model, datasets, memory_tmp):
     cfg = replace(recipe.PRESETS["cpu"], train_prompts=1, eval_prompts=1, max_new_tokens=8, block_size=4,
                   eval_block_sizes=(4,), eval_multiblock_sizes=(), workers=1, trajectory_tokens=8, seen_prompts=1,
                   train=replace(recipe.Recipe().train, steps=3, window=4, save_every=100))
-    summary = recipe.run(cfg, memory_tmp / "work", memory_tmp / "summary.json")
+    summary = recipe.run(cfg, tmp_path / "work", tmp_path / "summary.json")
     losses = [row["loss"] for row in summary["log"]]
     assert all(math.isfinite(x) for x in losses) and losses[-1] < losses[0]
     assert set(summary["seconds"]) == {"collect", "before", "trajectory_before", "seen_before", "train", "after",
@@ -352,7 +338,7 @@ def test_recipe_end_to_end_on_the_real_model(qwen_model, datasets, memory_tmp):
     for stage in ("before", "after"):
         assert all(row["exact"] == row["total"] == 1 for row in summary[stage]["methods"].values())
         assert summary[stage]["finished"] == 0 and summary[stage]["accuracy"] == 0  # 8 tokens: every answer cut
-    model, tokenizer = jacobi_min.load(memory_tmp / "work" / "jacobi-forcing")
+    model, tokenizer = jacobi_min.load(tmp_path / "work" / "jacobi-forcing")
     ids = recipe.question_ids(tokenizer, cfg, cfg.eval_start, 1)[0]
     assert jacobi_min.jacobi_decode(model, ids, 4, 8).tokens == reference(model, ids, 8)
     frozen = qwen_model[0]  # the fixture: the same converted copy in float32, never trained

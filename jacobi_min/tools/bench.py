@@ -94,11 +94,14 @@ def methods(models: dict, cfg: BenchConfig) -> list[dict]:
 def families(models: dict, cfg: BenchConfig) -> list[dict]:
     """The families the paper argues against, each held to the base's AR output: block diffusion at
     each threshold τ (n = 16, not lossless) and the base with its drafter at each draft length k."""
-    n_max, speculative = cfg.max_new_tokens, Speculative(models["base"], models["drafter"])
-    return [{"method": f"block diffusion τ = {t}", "model": "block-diffusion", "reference": "base", "n": 16,
-             "run": lambda ids, t=t: diffusion_decode(models["block-diffusion"], ids, 16, t, n_max)} for t in cfg.thresholds] + [
-            {"method": f"draft model, k = {k}", "model": "base", "n": k,
-             "run": lambda ids, k=k: speculative(ids, n_max, k)} for k in cfg.draft_tokens]
+    n_max, diffusion = cfg.max_new_tokens, models["block-diffusion"]
+    rows = [{"method": f"block diffusion τ = {t}", "model": "block-diffusion", "reference": "base", "n": 16,
+             "run": lambda ids, t=t: diffusion_decode(diffusion, ids, 16, t, n_max)} for t in cfg.thresholds]
+    if cfg.draft_tokens:  # its forward counters hook the base's forwards: only when its rows run
+        speculative = Speculative(models["base"], models["drafter"])
+        rows += [{"method": f"draft model, k = {k}", "model": "base", "n": k,
+                  "run": lambda ids, k=k: speculative(ids, n_max, k)} for k in cfg.draft_tokens]
+    return rows
 
 
 def summarise(row: dict, ar: dict, latency, ks) -> dict:
@@ -144,13 +147,14 @@ def run_bucket(cfg: BenchConfig, length: str) -> dict:
     for row in rows:
         row.update(tokens=0, forwards=0, correct=0, problems=0, identical=0, fed=[], hist={}, chunks=[])
     problems = task.problems("test", cfg.problems, seed=cfg.seed, length=length)
+    trained = {row.get("reference", row["model"]) for row in rows} - {"base"}  # their AR runs untimed
     for row in rows:
         row["run"](tokenizer(problems[0].prompt)["input_ids"])  # warm-up
     chunk = max(1, len(problems) // cfg.chunks)
     for i, p in enumerate(tqdm(problems, desc=f"benchmark ({length})")):
         ids = tokenizer(p.prompt)["input_ids"]
         pre = prefill_time(models["base"], ids)
-        references = {name: greedy_decode(models[name], ids, cfg.max_new_tokens).tokens for name in ("cllm", "jacobi-forcing")}
+        references = {name: greedy_decode(models[name], ids, cfg.max_new_tokens).tokens for name in trained}
         for row in rows:
             result, seconds = timed(row["run"], ids)
             if i % chunk == 0 and len(row["chunks"]) < cfg.chunks:

@@ -79,7 +79,8 @@ class PipelineConfig:
 def with_training(cfg: PipelineConfig, seed: int) -> PipelineConfig:
     """`cfg` with every training run seeded by `seed` (a round's runs by seed, seed + 1, …)."""
     def seeded(r: Round) -> Round:
-        return replace(r, config=replace(r.config, seed=seed), polishes={k: replace(p, seed=seed) for k, p in r.polishes.items()})
+        return replace(r, config=replace(r.config, seed=seed),
+                       polishes={k: replace(p, seed=seed) for k, p in r.polishes.items()})
     return replace(cfg, rounds=tuple(seeded(r) for r in cfg.rounds))
 
 
@@ -244,7 +245,7 @@ def averaged_runs(model, tokenizer, traj: list[dict], runs: dict[str, TrainConfi
         return trained(work, name, model, tokenizer, traj, config, cfg.check)
 
     if len(runs) > 1 and cfg.workers > 1 and cfg.device == "cpu":
-        pmap(lambda job: job(), [partial(run, name, config) for name, config in runs.items()], len(runs))
+        side_by_side([partial(run, name, config) for name, config in runs.items()])
     logs, states = [], []
     for name, config in runs.items():
         logs.append(run(name, config))
@@ -287,10 +288,15 @@ def models(cfg: PipelineConfig, work: Work) -> None:
     one process each (round 1 trains beside CLLM's phases)."""
     round1_trajectories(cfg, work)  # first: the two side by side would both collect them
     if cfg.workers > 1 and cfg.device == "cpu":
-        pmap(lambda job: job(), [partial(jacobi_forcing, cfg, work), partial(cllm, cfg, work)], 2)  # a process each
+        side_by_side([partial(jacobi_forcing, cfg, work), partial(cllm, cfg, work)])
     else:
         jacobi_forcing(cfg, work)
         cllm(cfg, work)
+
+
+def side_by_side(jobs: list) -> None:
+    """Run each job() in a process of its own (one thread each), and wait for all of them."""
+    pmap(lambda job: job(), jobs, len(jobs))
 
 
 def baselines(cfg: PipelineConfig, work: Work) -> None:
