@@ -127,15 +127,16 @@ def restore(path: Path, model, opt) -> dict:
 def pmap(fn, items: list, workers: int = 1, desc: str | None = None) -> list:
     """[fn(x) for x in items], in `workers` forked processes of one thread each when workers > 1.
 
-    The processes are forked with `fn` and `items`, so nothing of them is pickled: process k takes
-    items k, k + workers, … and sends back each result. A job that fails raises its error here, caused
-    by its traceback in the process."""
+    The processes are forked with `fn` and `items`, so nothing of them is pickled: each takes the next
+    index from a queue when it is free (list the longest jobs first to balance them) and sends back
+    each result. A job that fails raises its error here, caused by its traceback in the process."""
     if workers <= 1:
         return [fn(x) for x in tqdm(items, desc=desc)]
     context = mp.get_context("fork")
-    done = context.SimpleQueue()
-    processes = [context.Process(target=serve, args=(fn, items, range(k, len(items), workers), done))
-                 for k in range(workers)]
+    todo, done = context.SimpleQueue(), context.SimpleQueue()
+    for i in [*range(len(items)), *[None] * workers]:  # a None tells a process to stop
+        todo.put(i)
+    processes = [context.Process(target=serve, args=(fn, items, todo, done)) for _ in range(workers)]
     for process in processes:
         process.start()
     outcomes = {i: (result, error) for i, result, error in (done.get() for _ in tqdm(items, desc=desc))}
@@ -147,11 +148,11 @@ def pmap(fn, items: list, workers: int = 1, desc: str | None = None) -> list:
     return [outcomes[i][0] for i in range(len(items))]
 
 
-def serve(fn, items: list, indices: range, done) -> None:
-    """A `pmap` process: fn(items[i]) on one thread for each of its indices; sends back (i, result, None),
-    or (i, None, (the error, its traceback)) when the job raised."""
+def serve(fn, items: list, todo, done) -> None:
+    """A `pmap` process: fn(items[i]) on one thread for each index it takes from `todo` until a None;
+    sends back (i, result, None), or (i, None, (the error, its traceback)) when the job raised."""
     torch.set_num_threads(1)
-    for i in indices:
+    for i in iter(todo.get, None):
         try:
             done.put((i, fn(items[i]), None))
         except Exception as err:  # handed to the caller, which raises it
