@@ -38,6 +38,7 @@ def test_results_file_schema(tiny_results):
         lo, hi = task.BUCKETS[length]
         assert lo <= bucket["answer_tokens"] <= hi
         assert {r["method"] for r in bucket["methods"]} == METHODS
+        assert sorted(r["block_size"] for r in bucket["methods"] if r["method"] == "Jacobi Forcing") == [8, 16, 32]
         for r in bucket["methods"]:
             assert {"method", "model", "block_size", "tpf", "accuracy", "tps_median", "tps_range", "speedup_median",
                     "speedup_range", "speedup_with_prefill_median", "predicted_speedup", "tokens", "forwards",

@@ -60,8 +60,10 @@ def metric_vs_length(results: dict, key: str, ylabel: str):
     sizes = sorted({r["block_size"] for b in buckets.values() for r in b["methods"] if r["method"] in JACOBI_METHODS})
     for method in ["AR", "prompt lookup"] + JACOBI_METHODS:
         for n, style in zip(sizes if method in JACOBI_METHODS else [None], ["-", "--", ":"]):
-            rows = [next(r for r in buckets[b]["methods"] if r["method"] == method and n in (None, r["block_size"]))
+            rows = [next((r for r in buckets[b]["methods"] if r["method"] == method and n in (None, r["block_size"])), None)
                     for b in names]
+            if None in rows:  # a method measured at fewer block sizes (the other Jacobi methods: n = 16 only)
+                continue
             y = [r[key] for r in rows]
             err = None
             if f"{key.removesuffix('_median')}_range" in rows[0]:
@@ -92,33 +94,50 @@ def bucket_panels(results: dict, draw, xlabel: str):
     return fig
 
 
-def accuracy_vs_speedup(results: dict):
-    """Every method and block size, one panel per length bucket; x error bars: range over chunks."""
+def setting(row: dict) -> tuple[str, str]:
+    """(the method without its setting, the setting in words): block diffusion's threshold τ, the draft
+    model's draft length k, else the block size n."""
+    for separator, symbol in ((" τ = ", "τ"), (", k = ", "k")):
+        if separator in row["method"]:
+            name, value = row["method"].split(separator)
+            return name, f"{symbol} = {value}"
+    return row["method"], f"n = {row['block_size']}"
+
+
+def settings(bucket: dict) -> dict[str, list[tuple[dict, str]]]:
+    """Each method's rows across its settings, in order of TPF, each with its setting in words."""
+    curves = {}
+    for row in bucket["methods"]:
+        name, words = setting(row)
+        curves.setdefault(name, []).append((row, words))
+    return {name: sorted(rows, key=lambda pair: pair[0]["tpf"]) for name, rows in curves.items()}
+
+
+def accuracy_curves(results: dict, x: str, xlabel: str):
+    """Accuracy against `x` (a row's key), one panel per length bucket: each method a line through its
+    settings, each point labelled with its setting; x error bars where the rows hold the range."""
     def draw(ax, bucket):
-        for r in bucket["methods"]:
-            lo, hi = r["speedup_range"]
-            colour, marker = look(r["method"])
-            ax.errorbar(r["speedup_median"], 100 * r["accuracy"], xerr=[[r["speedup_median"] - lo], [hi - r["speedup_median"]]],
-                        marker=marker, capsize=3, ls="none", color=colour,
-                        label=f"{r['method']} ({r['model']}, n = {r['block_size']})")
-    return bucket_panels(results, draw, "wall-clock speedup over AR (median, prefill excluded)")
+        for name, rows in settings(bucket).items():
+            colour, marker = look(name)
+            xs, ys = [r[x] for r, _ in rows], [100 * r["accuracy"] for r, _ in rows]
+            ranges = [r.get(x.replace("_median", "_range")) for r, _ in rows]
+            err = [[v - lo for v, (lo, _) in zip(xs, ranges)], [hi - v for v, (_, hi) in zip(xs, ranges)]] \
+                if all(ranges) and x.endswith("_median") else None
+            by = {"τ": "its threshold τ", "k": "its draft length k", "n": "its block size n"}[rows[0][1][0]]
+            label = f"{name}, by {by}" if len(rows) > 1 else name if name == "AR" else f"{name} ({rows[0][1]})"
+            ax.errorbar(xs, ys, xerr=err, marker=marker, capsize=2, color=colour, label=label, lw=1)
+            for (r, setting), xi, yi in zip(rows, xs, ys):
+                if len(rows) > 1:
+                    ax.annotate(setting, (xi, yi), xytext=(3, 3), textcoords="offset points", fontsize=6, color=colour)
+    return bucket_panels(results, draw, xlabel)
+
+
+def accuracy_vs_speedup(results: dict):
+    return accuracy_curves(results, "speedup_median", "wall-clock speedup over AR (median, prefill excluded)")
 
 
 def accuracy_vs_tpf(results: dict):
-    """Accuracy against TPF, one panel per length bucket: block diffusion's threshold curve (τ at each
-    point) beside every other method's point."""
-    def draw(ax, bucket):
-        curve = [r for r in bucket["methods"] if r["method"].startswith("block diffusion")]
-        if curve:  # a results file from before the families has none
-            ax.plot([r["tpf"] for r in curve], [100 * r["accuracy"] for r in curve], marker="v",
-                    color=FAMILIES["block diffusion"][0], label="block diffusion at thresholds τ (n = 16)")
-        for r in curve:
-            ax.annotate(r["method"].removeprefix("block diffusion "), (r["tpf"], 100 * r["accuracy"]), xytext=(4, 4),
-                        textcoords="offset points", fontsize=7)
-        for r in (r for r in bucket["methods"] if r not in curve):
-            colour, marker = look(r["method"])
-            ax.scatter(r["tpf"], 100 * r["accuracy"], color=colour, marker=marker, label=f"{r['method']} (n = {r['block_size']})")
-    return bucket_panels(results, draw, "tokens per forward (the draft model: per forward of the base)")
+    return accuracy_curves(results, "tpf", "tokens per forward (the draft model: per forward of the base)")
 
 
 def acceptance(results: dict, length: str = "long", block_size: int = 16):
@@ -230,7 +249,7 @@ def training_curves(summary: dict):
     for ax in (consistency, ar):
         ax.set_yscale("log")
     mean = f"mean of the last {summary['smoothing']} steps"
-    consistency.set_ylabel(f"consistency loss L_c ({mean})")
+    consistency.set_ylabel(f"consistency term as trained: L_c / T\n(round 3 and CLLM: L_c; {mean})")
     ar.set_ylabel(f"AR loss L_AR, not times λ ({mean})")
     tpf.set_ylabel("held-out tokens per forward (n = 16)")
     accuracy.set_ylabel("held-out accuracy (%), 40 problems")
@@ -255,18 +274,22 @@ def real_model(reports: list[dict], costs: dict, tiny_costs: dict | None):
     """TPF and wall-clock speedup over `generate` per method on real prompts, and L(k)/L(1)."""
     fig, (tpf, speed, cost) = plt.subplots(1, 3, figsize=(16, 4.5))
     names, tpfs, speedups = zip(*sorted(method_summaries(reports), key=lambda row: row[1]))  # by TPF
-    tpf.bar_label(tpf.bar(names, tpfs, color="#5b8def"), fmt="%.2f", fontsize=7)
+    fewer = ["prompts)" in name for name in names]  # measured on fewer prompts: hatched, lighter
+    for ax, values, colour in ((tpf, tpfs, "#5b8def"), (speed, speedups, "#e07b39")):
+        bars = ax.bar(names, values, color=[colour + ("66" if f else "") for f in fewer])
+        for bar, f in zip(bars, fewer):
+            bar.set_hatch("//" if f else None)
+        ax.bar_label(bars, fmt="%.2f", fontsize=7)
     tpf.axhline(1.0, ls="--", lw=1, color="grey")
     tpf.set_ylabel("tokens per forward (mean over prompts)")
-    speed.bar_label(speed.bar(names, speedups, color="#e07b39"), fmt="%.2f", fontsize=7)
     speed.axhline(1.0, ls="--", lw=1, color="grey", label="AR generate")
     speed.set_ylabel("wall-clock speedup over generate")
     speed.legend(fontsize=8)
     meta = reports[0]["meta"]
     for ax in (tpf, speed):
         ax.set_xticks(range(len(names)), names, rotation=40, ha="right", fontsize=8)
-        ax.set_title(f"{meta['model']}, {meta['dtype']}, {len(reports[0]['reference_seconds'])} real prompts, "
-                     f"{meta['max_new_tokens']} tokens", fontsize=9)
+        ax.set_title(f"{meta['model']}, {meta['dtype']}, {meta['max_new_tokens']} tokens\n"
+                     f"{len(reports[0]['reference_seconds'])} real prompts (hatched: fewer, as labelled)", fontsize=9)
     for label, data in (("real Qwen", costs), ("tiny Qwen2", tiny_costs)):
         if data:
             cost.plot(data["k"], [t / data["latency_s"][0] for t in data["latency_s"]], marker=".", label=label)
