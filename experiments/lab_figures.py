@@ -10,6 +10,7 @@ noise schedule, figures/results/noise_schedules.json), each stamped with the dig
 inputs. docs/results.md shows them.
 """
 import json
+import re
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -50,7 +51,7 @@ def training_runs(runs: dict, results: dict):
                 if label in runs["shipped"]:
                     ax.scatter(x, y, s=130, facecolors="none", edgecolors="black", zorder=4)
                 if label in runs["shipped"] or (x, y) in line:
-                    ax.annotate(label.split(", ", 1)[-1], (x, y), textcoords="offset points", xytext=(4, 3),
+                    ax.annotate(in_words(label.split(", ", 1)[-1]), (x, y), textcoords="offset points", xytext=(4, 3),
                                 fontsize=6.5, rotation=20, color=COLORS[method])
         ax.set_xlabel(f"tokens per forward (greedy Jacobi, n = {runs['block_size']})")
         ax.set_title(f"{length} answers, {runs['problems']} held-out problems", fontsize=10)
@@ -61,13 +62,29 @@ def training_runs(runs: dict, results: dict):
     return fig
 
 
+RUN_WORDS = [("R3 avg of both polishes", "round 3 as shipped"), ("R4 avg of both polishes", "round 4, finished as round 3"),
+             ("avg + AR polish", "averaged, + 50 AR-only steps"), ("avg + long polish", "averaged, + 50 steps on long answers"),
+             ("R3/R4 halfway", "weights halfway between rounds 3 and 4"), ("seed average", "two seeds averaged"),
+             ("R1+R2", "rounds 1 and 2,"), ("no 1/T", "without 1/T"), (" seed ", ", training seed ")]
+POSITION_MODELS = {"base": "base model", "shipped": "round 3 (shipped)", "round-4-runs-averaged": "round 4, two seeds averaged",
+                   "round-4-runs-no-long-consistency": "round 4 without long answers' consistency", "round-4": "round 4, one seed",
+                   "halfway": "weights halfway between rounds 3 and 4"}  # margins' and corrections' model keys, in words
+
+
+def in_words(label: str) -> str:
+    """A training run's label (`training_runs.json`) in words: rounds spelled out, no lab shorthand."""
+    for run, words in RUN_WORDS:
+        label = label.replace(run, words)
+    return re.sub(r"\bR(\d)\b", r"round \1", label)
+
+
 WHY_REFERENCE = "Jacobi Forcing, R1 λ 10"  # the arms' reference: round 1 as shipped, in training_runs.json
-WHY_ARMS = {"reference": ("Jacobi Forcing, round 1 (reference)", COLORS["Jacobi Forcing"], "o"),
+WHY_ARMS = {"reference": ("Jacobi Forcing, round 1 as shipped", COLORS["Jacobi Forcing"], "o"),
             "clean-context": ("the same + CLLM's mask (clean context)", "#17becf", "o"),
-            "draw-by-blocks": ("the same + CLLM's draw (∝ blocks)", "#8c564b", "o"),
+            "draw-by-blocks": ("the same + CLLM's draw (answers in proportion to their blocks)", "#8c564b", "o"),
             "undivided": ("the same + CLLM's weight per example (no 1/T)", "#e377c2", "o"),
             "cllm-1600": ("CLLM, λ 10, after the same 1,600 steps", COLORS["CLLM"], "s")}  # eval label: legend, colour, marker
-WHY_SWEEPS = {"reference": "round 1", "clean-context": "+ clean context", "draw-by-blocks": "+ draw ∝ blocks",
+WHY_SWEEPS = {"reference": "round 1", "clean-context": "+ clean context", "draw-by-blocks": "+ CLLM's draw",
               "undivided": "+ no 1/T", "cllm": "CLLM, λ 30"}  # sweep_<key>.json: the label of its bars
 WHY_DECODERS = {"Jacobi": ((1, 0), "#9e9e9e"), "recycling only (pool 4)": ((1, 4), COLORS["prompt lookup"]),
                 "multi-block + recycling (K 2, pool 4)": ((2, 4), COLORS["Jacobi Forcing + MR"])}
@@ -123,13 +140,13 @@ def multiblock_bars(ax, sweeps: dict[str, dict]) -> None:
 
 def long_answer_positions(margins: dict, corrections: dict):
     """Long answers by kind of position (`round4/margins.py`, `round4/corrections.py`). Left: how many
-    positions of each kind a model, teacher-forced on the reference, would leave it (margin < 0), per
+    positions of each kind a model, teacher-forced on the worked solution, would leave it (margin < 0), per
     model. Right: the share of each kind's positions that a greedy Jacobi forward had to correct (the
     draft had them wrong), per model."""
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.6))
     kinds = list(next(iter(margins["models"].values()))["kinds"])
     colors = dict(zip(margins["models"], plt.cm.tab10.colors))  # one colour per model in both panels
-    left = f"positions where the model leaves the reference\n(teacher-forced, {margins['problems']:,} held-out long answers)"
+    left = f"positions where the model leaves the worked solution\n(teacher-forced, {margins['problems']:,} held-out long answers)"
     right = f"% of positions a Jacobi forward corrected\n(n = {corrections['block_size']}, {corrections['problems']} long answers)"
     panels = [(margins["models"], lambda kind: kind["below_0"], left),
               (corrections["models"], lambda kind: 100 * kind["rate"], right)]
@@ -138,7 +155,7 @@ def long_answer_positions(margins: dict, corrections: dict):
         for i, (label, m) in enumerate(models.items()):
             at = [x + (i - (len(models) - 1) / 2) * width for x in range(len(kinds))]
             heights = [height(m["kinds"][k]) for k in kinds]
-            ax.bar(at, heights, width, color=colors[label], label=label if ax is axes[0] else None)
+            ax.bar(at, heights, width, color=colors[label], label=POSITION_MODELS.get(label, label) if ax is axes[0] else None)
             for x, y in zip(at, heights):
                 ax.annotate(f"{y:.0f}", (x, y), ha="center", va="bottom", fontsize=6)
         ax.set_xticks(range(len(kinds)), [k.replace(" ", "\n") for k in kinds])

@@ -65,6 +65,7 @@ def test_packed_training_mask_equals_loops():
     assert torch.equal(packed_mask(torch.tensor(kinds), torch.tensor(blocks)), expected)
 
 
+@pytest.mark.exactness
 def test_cached_decoding_equals_recomputing_the_whole_sequence():
     """Same tokens, same unmasking forward by forward; the block's logits agree to float rounding."""
     model = diffusion_model()
@@ -173,6 +174,7 @@ def drafters(base_model):
     yield "embedded", jacobi_min.load("drafter")[0]
 
 
+@pytest.mark.exactness
 def test_assisted_generation_with_the_drafter_equals_greedy_generate(base):
     model, tokenizer = base
     held_out = task.problems("test", 3, seed=1, length="short")

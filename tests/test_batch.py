@@ -28,6 +28,7 @@ def held_out(base):
 
 
 @pytest.mark.parametrize("name, batch", [("base", None), ("jacobi-forcing", 4)])
+@pytest.mark.exactness
 def test_each_row_equals_its_prompt_decoded_alone(name, batch, held_out):
     """All six prompts at once, or four at a time, waiting prompts joining as rows finish (continuous batching)."""
     import jacobi_min
@@ -45,6 +46,7 @@ def test_each_row_equals_its_prompt_decoded_alone(name, batch, held_out):
     assert sum(stats.rows) == sum(r.forwards for r in results) and all(w <= 16 for w in stats.width)
 
 
+@pytest.mark.exactness
 def test_block_size_one_is_batched_greedy(base, held_out):
     model, _ = base
     results, stats = batch_jacobi_decode(model, held_out, block_size=1, max_new_tokens=160)
@@ -62,6 +64,7 @@ def test_collection_does_not_depend_on_the_batch(base, held_out, batch, workers)
     assert records == [{"prompt": p, "blocks": [b.states for b in r.blocks]} for p, r in zip(held_out, alone)]
 
 
+@pytest.mark.exactness
 def test_each_sampled_row_is_the_sample_of_its_own_seed(base, held_out):
     """pick=sampler(τ, seed=7): row i equals the AR sampler and jacobi_decode with seed 7 + i, forward for forward,
     also for the prompts that join later (a batch of 3 for 6 prompts)."""
@@ -123,6 +126,7 @@ def case_lists(draw) -> list[Case]:
 
 @settings(PROPERTY, max_examples=50)
 @given(case_lists(), BATCH)
+@pytest.mark.exactness
 def test_every_row_equals_generate(drawn, batch):
     """Row i of batch_jacobi_decode(prompts, n, seed, batch) = generate(prompt_i, do_sample=False), token for token."""
     model = build(drawn[0].spec)
@@ -136,6 +140,7 @@ def test_every_row_equals_generate(drawn, batch):
 
 @settings(PROPERTY, max_examples=25)
 @given(case_lists(), SAMPLINGS, BATCH)
+@pytest.mark.exactness
 def test_every_row_equals_the_ar_sampler(drawn, sampling, batch):
     """With pick = sampler(τ, top_k, top_p, seed), row i equals the AR sampler on prompt i with seed + i: lossless
     per row."""

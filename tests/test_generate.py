@@ -71,6 +71,7 @@ def problem_ids(tokenizer, count: int) -> list[list[int]]:
 
 @pytest.mark.parametrize("arch", list(ARCHS))
 @pytest.mark.parametrize("block_size", [1, 2, 5, 16])
+@pytest.mark.exactness
 def test_random_models_equal_generate(arch, block_size):
     model = random_model(arch)
     for prompt in PROMPTS:
@@ -80,6 +81,7 @@ def test_random_models_equal_generate(arch, block_size):
 
 
 @pytest.mark.parametrize("arch", list(ARCHS))
+@pytest.mark.exactness
 def test_multiblock_equals_generate(arch):
     model = random_model(arch, eos=())
     for prompt in PROMPTS:
@@ -90,6 +92,7 @@ def test_multiblock_equals_generate(arch):
 
 
 @pytest.mark.parametrize("name", EMBEDDED)
+@pytest.mark.exactness
 def test_embedded_models_equal_generate(name):
     model, tokenizer = embedded(name)
     for ids in problem_ids(tokenizer, 3):
@@ -288,6 +291,7 @@ PROCESSORS = [  # logits processors of the position's prefix, each of which chan
 
 @pytest.mark.parametrize("kwargs", PROCESSORS + [dict(max_time=60.0), dict(use_cache=False), dict(prefill_chunk_size=2),
                                     dict(cache_implementation="dynamic")], ids=lambda kwargs: next(iter(kwargs)))
+@pytest.mark.exactness
 def test_what_is_honoured_equals_generate(kwargs):
     """The GenerationConfig fields jacobi_generate keeps: the logits processors that are functions of the prefix, a
     stopping criterion (max_time), and how the forward is computed."""
@@ -335,6 +339,7 @@ def warpers(temperature: float, top_k: int, top_p: float) -> LogitsProcessorList
 
 @pytest.mark.parametrize("temperature,top_k,top_p", [(1.0, 0, 1.0), (0.7, 0, 1.0), (1.5, 8, 1.0), (1.0, 0, 0.8),
                                                      (0.5, 5, 0.9)])
+@pytest.mark.exactness
 def test_jacobi_sampling_equals_ar_sampler(temperature, top_k, top_p):
     model = random_model(eos=())
     prompt = PROMPTS[0]
@@ -348,6 +353,7 @@ def test_jacobi_sampling_equals_ar_sampler(temperature, top_k, top_p):
             assert multiblock_decode(model, prompt, 8, 40, blocks, 0.5, pool_size, pick=pick).tokens == ar
 
 
+@pytest.mark.exactness
 def test_embedded_model_sampling_equals_ar_sampler():
     """A trained model accepts several sampled tokens per forward; they are still the AR sampler's."""
     model, tokenizer = embedded("jacobi-forcing")
@@ -363,6 +369,7 @@ def test_embedded_model_sampling_equals_ar_sampler():
     assert committed > forwards  # some forwards committed more than one sampled token
 
 
+@pytest.mark.exactness
 def test_generate_sampling_equals_ar_sampler():
     """do_sample=True through generate: the processors generate builds, plus the noise of `seed`."""
     model = random_model()

@@ -18,6 +18,7 @@ def prompts(count: int, vocab: int, seed: int = 0) -> list[list[int]]:
 
 @pytest.mark.parametrize("arch", list(ARCHS))
 @pytest.mark.parametrize("block_size", BLOCK_SIZES)
+@pytest.mark.exactness
 def test_random_models_match_generate(arch, block_size):
     model = tiny_model(arch, vocab=48)
     for i, prompt in enumerate(prompts(3, 48, seed=block_size)):
@@ -27,6 +28,7 @@ def test_random_models_match_generate(arch, block_size):
 
 
 @pytest.mark.parametrize("block_size", BLOCK_SIZES)
+@pytest.mark.exactness
 def test_stopping_at_every_eos_position(block_size):
     """EOS anywhere (inside an accepted prefix, as correction, as bonus), one or two EOS ids."""
     model = tiny_model(vocab=40, eos=[])
@@ -40,6 +42,7 @@ def test_stopping_at_every_eos_position(block_size):
 
 
 @pytest.mark.parametrize("max_new_tokens", [0, 1, 2, 5, 7, 13, 30])
+@pytest.mark.exactness
 def test_max_new_tokens_exact(max_new_tokens):
     model = tiny_model(vocab=40, eos=[])
     for prompt in ([11], [4, 9, 33, 21]):  # a one-token prompt too
@@ -150,6 +153,7 @@ EOS_FORMS = {"int": (int, [0]), "numpy int": (np.int64, [0]), "list": (lambda e:
 
 
 @pytest.mark.parametrize("form", list(EOS_FORMS))
+@pytest.mark.exactness
 def test_every_form_of_eos_id_stops_like_generate(form):
     """An EOS id as int, numpy int, list, tuple, 0-D or 1-D tensor stops every decoder where generate stops."""
     model = tiny_model(vocab=48, eos=[])
@@ -173,6 +177,7 @@ def test_one_prompt_in_any_common_container(prompt):
 
 
 @pytest.mark.parametrize("block_size", [4, 16])
+@pytest.mark.exactness
 def test_prompts_holding_pad_and_eos_ids_and_the_context_boundary(block_size):
     """Pad (0) and EOS (3) inside the prompt are ordinary tokens; prompt + max_new_tokens may fill the
     context exactly; the model's own list of EOS ids (no eos_token_id argument) stops like generate."""

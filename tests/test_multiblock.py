@@ -101,6 +101,7 @@ def test_the_grid_hits_eos_where_it_says():
 
 
 @pytest.mark.parametrize("block_size, blocks, spawn_ratio, pool_size, official", grid())
+@pytest.mark.exactness
 def test_matches_generate_grid(block_size, blocks, spawn_ratio, pool_size, official):
     args = dict(block_size=block_size, blocks=blocks, spawn_ratio=spawn_ratio, pool_size=pool_size, official=official)
     for prompt, cases in CASES.items():
@@ -113,6 +114,7 @@ def test_matches_generate_grid(block_size, blocks, spawn_ratio, pool_size, offic
 
 @pytest.mark.parametrize("arch", ["qwen2-mha-untied", "qwen3-gqa", "llama-gqa-untied"])
 @pytest.mark.parametrize("block_size, blocks, spawn_ratio, pool_size", [(4, 2, 0.5, 4), (16, 3, 0.85, 8)])
+@pytest.mark.exactness
 def test_matches_generate_other_architectures(arch, block_size, blocks, spawn_ratio, pool_size):
     m = tiny_model(arch, vocab=64)
     res = multiblock_decode(m, torch.tensor([PROMPT]), block_size, 45, blocks, spawn_ratio, pool_size,
@@ -124,6 +126,7 @@ def test_matches_generate_other_architectures(arch, block_size, blocks, spawn_ra
 @pytest.mark.parametrize("block_size", [1, 3, 4, 16, 64])
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("eos", [None, []])
+@pytest.mark.exactness
 def test_one_block_no_pool_is_jacobi_decode(block_size, seed, eos):
     mb = multiblock_decode(model(), PROMPT, block_size, 41, blocks=1, pool_size=0, eos_token_id=eos, seed=seed)
     jd = jacobi_decode(model(), PROMPT, block_size, 41, eos_token_id=eos, seed=seed)
@@ -133,6 +136,7 @@ def test_one_block_no_pool_is_jacobi_decode(block_size, seed, eos):
 
 
 @pytest.mark.parametrize("max_new_tokens", [0, 1, 2, 5, 23])
+@pytest.mark.exactness
 def test_max_new_tokens_is_exact(max_new_tokens):
     res = multiblock_decode(model(), PROMPT, 8, max_new_tokens, blocks=3, spawn_ratio=0.5, pool_size=4,
                             eos_token_id=[])
@@ -140,6 +144,7 @@ def test_max_new_tokens_is_exact(max_new_tokens):
     assert (res.forwards == 0) == (max_new_tokens <= 1)
 
 
+@pytest.mark.exactness
 def test_block_size_one_is_autoregressive():
     res = multiblock_decode(model(), PROMPT, 1, 20, blocks=3, spawn_ratio=0.5, pool_size=4, eos_token_id=[])
     assert res.tokens == reference("qwen2-gqa-tied", 20, ())

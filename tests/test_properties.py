@@ -13,6 +13,7 @@ no database is kept, so every run checks the same cases.
 from functools import lru_cache
 from typing import NamedTuple
 
+import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -132,6 +133,7 @@ def eos_argument(model, case: Case, pick=GREEDY):
 
 @PROPERTY
 @given(cases())
+@pytest.mark.exactness
 def test_jacobi_decode_equals_generate(case):
     """jacobi_decode(x, n, seed) = greedy_decode(x) = generate(x, do_sample=False), token for token."""
     model = build(case.spec)
@@ -143,6 +145,7 @@ def test_jacobi_decode_equals_generate(case):
 
 @PROPERTY
 @given(cases(), MULTIBLOCK, st.booleans())
+@pytest.mark.exactness
 def test_multiblock_decode_equals_generate(case, options, official):
     """multiblock_decode(x, n, K, r, pool, official, seed) = generate(x, do_sample=False), token for token."""
     model = build(case.spec)
@@ -154,6 +157,7 @@ def test_multiblock_decode_equals_generate(case, options, official):
 
 @settings(PROPERTY, max_examples=100)  # a cacheless reference: the slowest property
 @given(cases(), SAMPLINGS, MULTIBLOCK, st.booleans())
+@pytest.mark.exactness
 def test_sampling_equals_ar_sampler(case, sampling, options, official):
     """With pick = sampler(τ, top_k, top_p, seed): jacobi_decode = multiblock_decode = greedy_decode = the cacheless
     AR sampler y_t = argmax(warp(logits_t) + g(seed, t)), token for token."""
@@ -172,6 +176,7 @@ def test_sampling_equals_ar_sampler(case, sampling, options, official):
 
 @PROPERTY
 @given(cases(), MULTIBLOCK)
+@pytest.mark.exactness
 def test_jacobi_generate_equals_generate(case, options):
     """generate(x, custom_generate=jacobi_generate, n, K, r, pool) = generate(x, do_sample=False), token for token."""
     model = build(case.spec)

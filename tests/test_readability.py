@@ -123,3 +123,13 @@ def test_the_method_is_a_short_read_and_the_package_stays_small():
     counts = {"method": sum(map(lines, METHOD)), "tools": sum(map(lines, tools)), "baselines": sum(map(lines, baselines)),
               "package": sum(lines(p) for p in PACKAGE.rglob("*.py") if p not in baselines)}
     assert {k: v for k, v in counts.items() if v > CEILINGS[k]} == {}, counts
+
+
+def test_the_exactness_specification_is_marked_in_every_file_that_holds_it():
+    """`pytest -m exactness` (the README's one-minute check) runs each decoder's token-for-token tests: the
+    single-prompt, multi-block, batched and sampling decoders, transformers' hook, the shipped models and the
+    baselines' lossless path."""
+    tests = Path(__file__).parent
+    for name in ("jacobi", "multiblock", "batch", "generate", "properties", "shipped", "baselines"):
+        source = (tests / f"test_{name}.py").read_text()
+        assert source.count("@pytest.mark.exactness") >= 2, name

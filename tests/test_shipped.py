@@ -30,6 +30,7 @@ def held_out_prompts(tokenizer, per_bucket):
             for p in task.problems("test", per_bucket, seed=11, length=length)]
 
 
+@pytest.mark.exactness
 def test_base_model_matches_generate_on_held_out_prompts_of_every_length():
     model, tokenizer = shipped("base")
     for prompt in held_out_prompts(tokenizer, 1):
@@ -40,6 +41,7 @@ def test_base_model_matches_generate_on_held_out_prompts_of_every_length():
 
 
 @pytest.mark.parametrize("name", ["jacobi-forcing", "cllm"])
+@pytest.mark.exactness
 def test_trained_checkpoints_decode_losslessly(name):
     model, tokenizer = shipped(name)
     for prompt in held_out_prompts(tokenizer, 3):
@@ -122,6 +124,7 @@ def test_auto_model_loads_the_embedded_checkpoint():
 
 
 @pytest.mark.parametrize("name", ["base", "jacobi-forcing"])
+@pytest.mark.exactness
 def test_multiblock_on_shipped_models_matches_generate(name):
     from jacobi_min import multiblock_decode
     model, tokenizer = shipped(name)

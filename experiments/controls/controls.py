@@ -80,7 +80,7 @@ PANELS = {
     "the set-up alone: the same fine-tunes without consistency (AR only)": [
         "old recipe (λ 3, lr 5e-4)", "AR only (λ 3, lr 5e-4)", "λ 10, lr 1e-4 (reference)", "AR only (λ 10, lr 1e-4)",
         "AR only, answer-only (λ 10, lr 1e-4)"],
-    "one change to the reference (λ 10, lr 1e-4, 1,500 prompts)": [
+    "one change to the starting recipe (λ 10, lr 1e-4, 1,500 prompts)": [
         "λ 10, lr 1e-4 (reference)", "λ 10, lr 5e-4", "answer-only AR", "no short consistency", "random schedule offset",
         "300 prompts", "3200 prompts", "3200 prompts, λ 3", "3200 prompts, λ 30", "CLLM, 3200 prompts, λ 3",
         "CLLM, 3200 prompts, λ 10", "CLLM, 3200 prompts, λ 30"],
@@ -163,7 +163,7 @@ def control_curves(data: dict):
         for name in (n for n in names if n in data["arms"]):
             evals = [r for r in data["arms"][name]["log"] if "accuracy" in r]
             ax.plot([r["step"] for r in evals], [100 * r["accuracy"] for r in evals], marker="o", ms=3,
-                    color=colors[name], label=name)
+                    color=colors[name], label=name.replace("(reference)", "(the starting recipe)"))
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("training step")
         ax.legend(fontsize=7, loc="lower left")

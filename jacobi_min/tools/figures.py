@@ -72,8 +72,7 @@ def metric_vs_length(results: dict, key: str, ylabel: str):
             label = method if n is None else f"{method}, n = {n}"
             ax.errorbar(x, y, yerr=err, ls=style, marker="o", capsize=3, color=COLORS[method], label=label)
     ax.set_xticks(list(x), [f"{b}\n(mean {buckets[b]['answer_tokens']:.0f} tokens)" for b in names])
-    ax.set_xlabel("answer length bucket")
-    ax.set_ylabel(ylabel)
+    ax.set(xlabel="answer length bucket", ylabel=ylabel)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))  # beside the data, never over it
     meta = results["meta"]
     ax.set_title(f"{ylabel} vs answer length ({meta['device']}, {meta['dtype']}, {meta['threads']} thread)", fontsize=10)
@@ -94,22 +93,13 @@ def bucket_panels(results: dict, draw, xlabel: str):
     return fig
 
 
-def setting(row: dict) -> tuple[str, str]:
-    """(the method without its setting, the setting in words): block diffusion's threshold τ, the draft
-    model's draft length k, else the block size n."""
-    for separator, symbol in ((" τ = ", "τ"), (", k = ", "k")):
-        if separator in row["method"]:
-            name, value = row["method"].split(separator)
-            return name, f"{symbol} = {value}"
-    return row["method"], f"n = {row['block_size']}"
-
-
 def settings(bucket: dict) -> dict[str, list[tuple[dict, str]]]:
-    """Each method's rows across its settings, in order of TPF, each with its setting in words."""
+    """Each method's rows across its settings, in order of TPF, with the setting in words: block diffusion's
+    threshold τ and the draft model's draft length k are in its name, the block size n in the row."""
     curves = {}
     for row in bucket["methods"]:
-        name, words = setting(row)
-        curves.setdefault(name, []).append((row, words))
+        name, _, value = row["method"].replace(" τ = ", ", τ = ").partition(", ")
+        curves.setdefault(name, []).append((row, value or f"n = {row['block_size']}"))
     return {name: sorted(rows, key=lambda pair: pair[0]["tpf"]) for name, rows in curves.items()}
 
 
@@ -121,14 +111,12 @@ def accuracy_curves(results: dict, x: str, xlabel: str):
             colour, marker = look(name)
             xs, ys = [r[x] for r, _ in rows], [100 * r["accuracy"] for r, _ in rows]
             ranges = [r.get(x.replace("_median", "_range")) for r, _ in rows]
-            err = [[v - lo for v, (lo, _) in zip(xs, ranges)], [hi - v for v, (_, hi) in zip(xs, ranges)]] \
-                if all(ranges) and x.endswith("_median") else None
-            by = {"τ": "its threshold τ", "k": "its draft length k", "n": "its block size n"}[rows[0][1][0]]
-            label = f"{name}, by {by}" if len(rows) > 1 else name if name == "AR" else f"{name} ({rows[0][1]})"
+            err = np.abs(np.array(ranges, dtype=float).T - xs) if x.endswith("_median") else None
+            label = f"{name} ({', '.join(words for _, words in rows)})"
             ax.errorbar(xs, ys, xerr=err, marker=marker, capsize=2, color=colour, label=label, lw=1)
-            for (r, setting), xi, yi in zip(rows, xs, ys):
+            for (_, words), xi, yi in zip(rows, xs, ys):
                 if len(rows) > 1:
-                    ax.annotate(setting, (xi, yi), xytext=(3, 3), textcoords="offset points", fontsize=6, color=colour)
+                    ax.annotate(words, (xi, yi), xytext=(3, 3), textcoords="offset points", fontsize=6, color=colour)
     return bucket_panels(results, draw, xlabel)
 
 
@@ -155,8 +143,7 @@ def cost_model(results: dict):
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     costs = results["cost_model"]
     left.plot(costs["k"], [1000 * t for t in costs["latency_s"]], marker=".")
-    left.set_xlabel("tokens in one forward, k")
-    left.set_ylabel("latency L(k) (ms)")
+    left.set(xlabel="tokens in one forward, k", ylabel="latency L(k) (ms)")
     left.set_title(f"steady-state decoding step on {costs['context']} cached tokens\n(dips between sizes: the CPU's "
                    "matrix kernels change with k)", fontsize=10)
     rows = [r for b in results["buckets"].values() for r in b["methods"]
@@ -186,8 +173,7 @@ def batch_speedup(results: dict):
     ax.axhline(1.0, color="grey", lw=0.8)
     ax.set_xscale("log", base=2)
     ax.set_xticks(sizes, [str(b) for b in sizes])
-    ax.set_xlabel("prompts decoded together (batch size B)")
-    ax.set_ylabel("speedup over AR at the same B")
+    ax.set(xlabel="prompts decoded together (batch size B)", ylabel="speedup over AR at the same B")
     ax.set_title(f"Jacobi Forcing (n = {results['config']['block_size']}) against greedy AR, "
                  f"{results['threads']} thread", fontsize=10)
     ax.legend(fontsize=8, ncol=3)
@@ -276,10 +262,8 @@ def real_model(reports: list[dict], costs: dict, tiny_costs: dict | None):
     names, tpfs, speedups = zip(*sorted(method_summaries(reports), key=lambda row: row[1]))  # by TPF
     fewer = ["prompts)" in name for name in names]  # measured on fewer prompts: hatched, lighter
     for ax, values, colour in ((tpf, tpfs, "#5b8def"), (speed, speedups, "#e07b39")):
-        bars = ax.bar(names, values, color=[colour + ("66" if f else "") for f in fewer])
-        for bar, f in zip(bars, fewer):
-            bar.set_hatch("//" if f else None)
-        ax.bar_label(bars, fmt="%.2f", fontsize=7)
+        ax.bar_label(ax.bar(names, values, color=[colour + ("66" if f else "") for f in fewer],
+                            hatch=["//" if f else None for f in fewer]), fmt="%.2f", fontsize=7)
     tpf.axhline(1.0, ls="--", lw=1, color="grey")
     tpf.set_ylabel("tokens per forward (mean over prompts)")
     speed.axhline(1.0, ls="--", lw=1, color="grey", label="AR generate")
@@ -294,8 +278,7 @@ def real_model(reports: list[dict], costs: dict, tiny_costs: dict | None):
         if data:
             cost.plot(data["k"], [t / data["latency_s"][0] for t in data["latency_s"]], marker=".", label=label)
     cost.set_xscale("log", base=2)
-    cost.set_xlabel("tokens in one forward, k")
-    cost.set_ylabel("L(k) / L(1)")
+    cost.set(xlabel="tokens in one forward, k", ylabel="L(k) / L(1)")
     cost.set_title("cost of a k-token forward, relative to one token", fontsize=9)
     cost.legend(fontsize=8)
     return fig
@@ -331,8 +314,7 @@ def real_training(summary: dict):
         steps = [r for r in log if key in r]  # step 0 holds only the scores before training
         loss.plot([r["step"] for r in steps], [r[key] for r in steps], marker=".", label=label)
     loss.set_yscale("log")
-    loss.set_xlabel("step")
-    loss.set_ylabel("training loss")
+    loss.set(xlabel="step", ylabel="training loss")
     loss.legend(fontsize=8)
     loss.set_title(f"round 1 on {summary['trajectories']} of its own trajectories (n = {cfg['block_size']})", fontsize=9)
     return fig

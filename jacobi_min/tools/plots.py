@@ -143,8 +143,7 @@ def convergence(ax, block: BlockTrajectory, label: str = ""):
     ax.plot(range(len(prefix)), prefix, marker="o", label=label or "Jacobi")
     ax.plot(range(len(prefix)), [min(k + 1, len(block.fixed_point)) for k in range(len(prefix))],
             ls="--", color="black", lw=1.5, zorder=3, label="one token per iteration")  # on top: visible where equal
-    ax.set_xlabel("iteration")
-    ax.set_ylabel("converged prefix length")
+    ax.set(xlabel="iteration", ylabel="converged prefix length")
     ax.legend()
     return ax
 
@@ -169,8 +168,7 @@ def mean_convergence(ax, blocks: list[BlockTrajectory], label: str = ""):
         n = len(blocks[0].fixed_point)
         ax.plot(range(n + 1), [min((k + 1) / n, 1.0) for k in range(n + 1)], ls="--", color="grey",
                 label="one token per iteration")
-    ax.set_xlabel("iteration")
-    ax.set_ylabel("mean fraction of the block converged")
+    ax.set(xlabel="iteration", ylabel="mean fraction of the block converged")
     ax.set_ylim(0, 1.05)
     ax.legend()
     return ax
@@ -223,8 +221,7 @@ def after_error_histogram(ax, counts_by_model: dict[str, list[int]]):
     labels = [f"{label}: mean {np.mean(counts):.2f}, {np.mean(np.array(counts) >= 1):.0%} of states ≥ 1"
               for label, counts in counts_by_model.items()]
     grouped_bars(ax, bins, {label: shares(counts, bins) for label, counts in zip(labels, counts_by_model.values())})
-    ax.set_xlabel("tokens already right after the first wrong token of a state")
-    ax.set_ylabel("share of block states")
+    ax.set(xlabel="tokens already right after the first wrong token of a state", ylabel="share of block states")
     ax.legend()
     return ax
 
@@ -236,8 +233,7 @@ def noise_schedules(ax, num_blocks: int, window: int):
         ax.plot(range(num_blocks), schedule(num_blocks, window, kind, random.Random(0)), marker=marker, label=kind)
     ax.set_xticks(range(num_blocks))
     ax.set_yticks(np.linspace(0, 1, window))
-    ax.set_xlabel("block index j")
-    ax.set_ylabel("target noise t_j")
+    ax.set(xlabel="block index j", ylabel="target noise t_j")
     ax.set_title(f"noise schedules over {num_blocks} blocks, window w = {window}")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1))
     return ax
@@ -269,8 +265,7 @@ def packed_mask(ax, example, tokens: list[str] | None = None, mask: str = "noisy
     if tokens is not None:
         ax.set_xticks(range(len(tokens)), [visible(t) for t in tokens], rotation=90, fontsize=FONT_SIZE)
         ax.set_yticks(range(len(tokens)), [visible(t) for t in tokens], fontsize=FONT_SIZE)
-    ax.set_xlabel("key")
-    ax.set_ylabel("query")
+    ax.set(xlabel="key", ylabel="query")
     context = "ỹ<j" if mask == "noisy" else "y*<j"
     ax.set_title(f"{mask} mask: ỹj sees P, {context} and itself; y*j sees P, y*<j and itself", pad=20)
     keys = [Patch(fc=colour, ec="grey", label=name) for colour, name in zip(MASK_COLOURS[::-1], ["may attend", "masked"])]
