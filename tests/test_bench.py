@@ -14,7 +14,7 @@ from tests.conftest import generate_greedy
 pytestmark = pytest.mark.xdist_group("test_bench")  # one worker: the tiny benchmark run
 LOSSLESS = {"AR", "prompt lookup", "Jacobi (base)", "CLLM", "CLLM + MR", "Jacobi Forcing", "Jacobi Forcing + MR",
             "draft model, k = 4"}
-METHODS = LOSSLESS | {"block diffusion τ = 0.9"}
+METHODS = LOSSLESS | {"block diffusion, τ = 0.9"}
 FAMILIES = dict(thresholds=[0.9], draft_tokens=[4])  # one point of each family's grid
 
 

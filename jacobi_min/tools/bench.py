@@ -44,7 +44,7 @@ from .timing import cost_model, machine, predicted_speedup, prefill_time, timed,
 
 RESULTS = Path("figures/results")  # relative to the current folder: a clone's own results
 BENCHMARK_OUT = RESULTS / "benchmark.json"
-MULTIBLOCK = {"blocks": 2, "spawn_ratio": 0.25, "pool_size": 4}  # among the best TPF of the multi-block sweep (docs/results.md)
+MULTIBLOCK = {"blocks": 2, "spawn_ratio": 0.25, "pool_size": 4}  # among the best TPF of the multi-block sweep
 MODELS = ("base", "cllm", "jacobi-forcing", "block-diffusion", "drafter")
 
 
@@ -53,7 +53,7 @@ class BenchConfig:
     problems: int = 300  # per length bucket
     lengths: list[str] = field(default_factory=lambda: list(task.BUCKETS))
     block_sizes: list[int] = field(default_factory=lambda: [16])  # every Jacobi method at each n
-    forcing_block_sizes: list[int] = field(default_factory=lambda: [8, 32])  # Jacobi Forcing alone: its accuracy-TPF curve
+    forcing_block_sizes: list[int] = field(default_factory=lambda: [8, 32])  # Jacobi Forcing alone: its TPF curve
     chunks: int = 5
     max_new_tokens: int = task.MAX_ANSWER_TOKENS
     prompt_lookup_tokens: int = 10
@@ -89,8 +89,8 @@ def methods(models: dict, cfg: BenchConfig) -> list[dict]:
             {"method": "Jacobi Forcing + MR", "model": "jacobi-forcing", "n": n,
              "run": lambda ids, n=n: multiblock_decode(jf, ids, n, n_max, **cfg.multiblock)},
         ]
-    rows += [{"method": "Jacobi Forcing", "model": "jacobi-forcing", "n": n,
-              "run": lambda ids, n=n: jacobi_decode(jf, ids, n, n_max)} for n in cfg.forcing_block_sizes if n not in cfg.block_sizes]
+    rows += [{"method": "Jacobi Forcing", "model": "jacobi-forcing", "n": n, "run": lambda ids, n=n: jacobi_decode(jf, ids, n, n_max)}
+             for n in cfg.forcing_block_sizes if n not in cfg.block_sizes]
     return rows + families(models, cfg)
 
 
@@ -98,7 +98,7 @@ def families(models: dict, cfg: BenchConfig) -> list[dict]:
     """The families the paper argues against, each held to the base's AR output: block diffusion at
     each threshold τ (n = 16, not lossless) and the base with its drafter at each draft length k."""
     n_max, diffusion = cfg.max_new_tokens, models["block-diffusion"]
-    rows = [{"method": f"block diffusion τ = {t}", "model": "block-diffusion", "reference": "base", "n": 16,
+    rows = [{"method": f"block diffusion, τ = {t}", "model": "block-diffusion", "reference": "base", "n": 16,
              "run": lambda ids, t=t: diffusion_decode(diffusion, ids, 16, t, n_max)} for t in cfg.thresholds]
     if cfg.draft_tokens:  # its forward counters hook the base's forwards: only when its rows run
         speculative = Speculative(models["base"], models["drafter"])
@@ -203,12 +203,12 @@ def format_table(results: dict) -> str:
         lo, hi = task.BUCKETS[length]
         lines.append(f"{length} answers ({lo}-{hi} tokens, mean {bucket['answer_tokens']:.0f}), "
                      f"{bucket['problems']} held-out problems")
-        lines.append(f"  {'method':24s} {'model':15s} {'n':>3s} {'TPF':>6s} {'speedup':>8s} {'range':>13s} "
+        lines.append(f"  {'method':25s} {'model':15s} {'n':>3s} {'TPF':>6s} {'speedup':>8s} {'range':>13s} "
                      f"{'+prefill':>8s} {'predicted':>9s} {'accuracy':>8s} {'same as AR':>10s}")
         for r in bucket["methods"]:
             pred = f"{r['predicted_speedup']:.2f}x" if r["predicted_speedup"] else "-"
             same = f"{r['identical_to_model_ar']}/{bucket['problems']}"
-            lines.append(f"  {r['method']:24s} {r['model']:15s} {r['block_size']:3d} {r['tpf']:6.2f} "
+            lines.append(f"  {r['method']:25s} {r['model']:15s} {r['block_size']:3d} {r['tpf']:6.2f} "
                          f"{r['speedup_median']:7.2f}x [{r['speedup_range'][0]:.2f}, {r['speedup_range'][1]:.2f}] "
                          f"{r['speedup_with_prefill_median']:7.2f}x {pred:>9s} {100 * r['accuracy']:7.1f}% {same:>10s}")
     return "\n".join(lines)

@@ -94,11 +94,11 @@ def bucket_panels(results: dict, draw, xlabel: str):
 
 
 def settings(bucket: dict) -> dict[str, list[tuple[dict, str]]]:
-    """Each method's rows across its settings, in order of TPF, with the setting in words: block diffusion's
-    threshold τ and the draft model's draft length k are in its name, the block size n in the row."""
+    """Each method's rows across its settings, in order of TPF, with the setting in words: after the comma of a
+    family's name (block diffusion's threshold τ, the draft model's draft length k), else the block size n."""
     curves = {}
     for row in bucket["methods"]:
-        name, _, value = row["method"].replace(" τ = ", ", τ = ").partition(", ")
+        name, _, value = row["method"].partition(", ")
         curves.setdefault(name, []).append((row, value or f"n = {row['block_size']}"))
     return {name: sorted(rows, key=lambda pair: pair[0]["tpf"]) for name, rows in curves.items()}
 
